@@ -1,0 +1,80 @@
+/* Deciding what a caller's pointer is. Each test reads only memory that an earlier test proved is
+ * fm5's, so a wild pointer costs a refusal, never an access violation. */
+#include "block_identity.h"
+#include "address_map.h"
+#include "block_status.h"
+#include "small_blocks.h"
+#include "medium_blocks.h"
+#include "large_blocks.h"
+#include "os_memory.h"
+
+static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *problem)
+{
+    facts->problem = problem;
+    return FM5_NOT_A_BLOCK;
+}
+
+static enum fm5_block_identity identify_small(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    fm5_small_span *span = fm5_small_span_of(user, status);
+    /* The span header and the medium header before it may lie in different granules. */
+    if (fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS ||
+        fm5_granule_owner((uintptr_t)span - FM5_MEDIUM_HEADER_SIZE) == FM5_GRANULE_NOT_OURS)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    const fm5_medium_header *span_header = fm5_medium_header_of(span);
+    if (span_header->status != FM5_STATUS_MEDIUM || !span_header->is_small_block_span ||
+        !fm5_is_small_manager(span->manager) || !fm5_small_is_block_start(span, span->manager, user))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    facts->owner = span;
+    return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;
+}
+
+static enum fm5_block_identity identify_medium(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    if ((uintptr_t)user % FM5_MEDIUM_ALIGNMENT)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    const fm5_medium_span *span = fm5_medium_span_of(user);
+    if (fm5_granule_owner((uintptr_t)span) != FM5_GRANULE_MEDIUM_SPAN ||
+        (uintptr_t)span % FM5_OS_GRANULARITY != 0 || !fm5_medium_is_block_start(span, user))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    if (fm5_medium_header_of(user)->is_small_block_span)
+        return refuse(facts, "an internal span of small blocks, not a block handed out by fm5");
+    return status == FM5_STATUS_MEDIUM ? FM5_LIVE_MEDIUM_BLOCK : FM5_FREED_BLOCK;
+}
+
+static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    const fm5_large_header *header = fm5_large_header_of(user);
+    if ((uintptr_t)header % FM5_OS_GRANULARITY != 0 ||
+        fm5_granule_owner((uintptr_t)header) != FM5_GRANULE_LARGE_BLOCK || !fm5_is_large_manager(header->manager))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    return status == FM5_STATUS_LARGE ? FM5_LIVE_LARGE_BLOCK : FM5_FREED_BLOCK;
+}
+
+enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+{
+    facts->owner = NULL;
+    facts->problem = NULL;
+    if (!user)
+        return refuse(facts, "a NULL pointer");
+    if ((uintptr_t)user % FM5_DEFAULT_MINIMUM_ALIGNMENT)
+        return refuse(facts, "a misaligned pointer: fm5 never hands out such an address");
+    /* The status word is two bytes below the pointer, in the same granule as user - 1. */
+    if (fm5_granule_owner((uintptr_t)user - 1) == FM5_GRANULE_NOT_OURS)
+        return refuse(facts, "not in memory managed by fm5 (another heap, the stack, or a wild pointer)");
+    unsigned status = *fm5_status_word(user);
+    if (status & FM5_STATUS_SMALL)
+        return identify_small(user, status, facts);
+    switch (status & ~FM5_STATUS_HAS_DEBUG_INFO) {
+    case FM5_STATUS_MEDIUM:
+    case FM5_STATUS_MEDIUM | FM5_STATUS_FREE:
+    case FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE:
+        return identify_medium(user, status, facts);
+    case FM5_STATUS_LARGE:
+    case FM5_STATUS_LARGE | FM5_STATUS_FREE:
+    case FM5_STATUS_LARGE | FM5_STATUS_PENDING_FREE:
+        return identify_large(user, status, facts);
+    default:
+        return refuse(facts, "not the start of a block allocated by fm5");
+    }
+}

@@ -1,0 +1,27 @@
+/* The 16-bit status word just before every user pointer. Its bits say which manager owns the block and
+ * whether it is free; FreeMem and ReallocMem dispatch on it (after the address map has proved the word
+ * is readable). */
+#ifndef FM5_BLOCK_STATUS_H
+#define FM5_BLOCK_STATUS_H
+
+#include "platform.h"
+
+#define FM5_STATUS_FREE 1u
+#define FM5_STATUS_HAS_DEBUG_INFO 2u
+#define FM5_STATUS_SMALL 4u
+#define FM5_STATUS_MEDIUM 8u
+#define FM5_STATUS_LARGE 16u
+#define FM5_STATUS_DEBUG_SUB_BLOCK 32u
+/* A medium or large block queued on a pending-free list: freed by its owner, not yet released. Small
+ * blocks have no spare bit and use FM5_STATUS_FREE for the same purpose. */
+#define FM5_STATUS_PENDING_FREE 64u
+
+/* A small block keeps (offset of its 64-byte line from the span)/64 in bits 3..15. */
+#define FM5_SMALL_OFFSET_SHIFT 3
+
+FM5_INLINE volatile uint16_t *fm5_status_word(const void *user)
+{
+    return (volatile uint16_t *)user - 1;
+}
+
+#endif

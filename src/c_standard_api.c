@@ -1,0 +1,37 @@
+/* The C standard family on top of the FastMM5 entry points, with C (and Microsoft CRT) semantics. */
+#include "fm5.h"
+#include <stdint.h>
+
+void *FM5_CALL fm5_malloc(size_t size)
+{
+    return FastMM_GetMem(size);
+}
+
+void *FM5_CALL fm5_calloc(size_t count, size_t size)
+{
+    if (size && count > SIZE_MAX / size)
+        return NULL;
+    return FastMM_AllocMem(count * size);
+}
+
+void *FM5_CALL fm5_realloc(void *p, size_t size)
+{
+    if (!p)
+        return FastMM_GetMem(size);
+    if (size == 0) {
+        FastMM_FreeMem(p);
+        return NULL;
+    }
+    return FastMM_ReallocMem(p, size);
+}
+
+void FM5_CALL fm5_free(void *p)
+{
+    if (p)
+        FastMM_FreeMem(p);
+}
+
+size_t FM5_CALL fm5_usable_size(void *p)
+{
+    return p ? FastMM_BlockMaximumUserBytes(p) : 0;
+}

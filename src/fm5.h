@@ -1,0 +1,225 @@
+/*
+ * fm5.h — public interface of fm5_32.dll / fm5_64.dll, a FastMM5-class memory manager for Windows.
+ *
+ * Every function is exported undecorated with the cdecl convention, so the same header serves MinGW,
+ * MSVC and clang-cl programs and Delphi (declare the imports as `cdecl`).
+ *
+ * Thread safety: every function may be called from any thread at any time unless its comment says
+ * otherwise. Nothing here allocates from another heap, throws, or terminates the process on bad input:
+ * failures are reported by the return value and, for misuse, by an event (see "Events").
+ *
+ * Block kinds: requests up to 2622 bytes are served by the small-block manager, up to 558,904 bytes by
+ * the medium-block manager, and larger ones directly by VirtualAlloc (large blocks). Every block is at
+ * least 8-byte aligned on Win32 and 16-byte aligned on Win64; medium and large blocks are 64-byte aligned.
+ */
+#ifndef FM5_H
+#define FM5_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FM5_BUILDING_DLL)
+#  define FM5_API __declspec(dllexport)
+#elif defined(FM5_STATIC)
+#  define FM5_API
+#else
+#  define FM5_API __declspec(dllimport)
+#endif
+#define FM5_CALL __cdecl
+
+/* ------------------------------------------------------------------------------------------------
+ * Core memory manager (FastMM5 names, C types)
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Allocates `size` bytes. Returns NULL when the request cannot be met (address space exhausted, the
+ * memory usage limit reached, or a size no block can hold); the process is left intact. GetMem(0)
+ * returns a unique, freeable block. Cost: a lock-free or single try-lock path for small blocks. */
+FM5_API void *FM5_CALL FastMM_GetMem(size_t size);
+
+/* Releases a block. Returns 0 on success and -1 when `p` is not a live block handed out by fm5
+ * (NULL, foreign, interior, misaligned, stack or already-freed pointer); the -1 case also records an
+ * event and changes nothing. Never waits for a lock: a block whose arena is busy is queued on that
+ * arena's lock-free pending-free list and released by the next thread that takes the lock. */
+FM5_API int FM5_CALL FastMM_FreeMem(void *p);
+
+/* Resizes a block, in place when FastMM5's rules allow and by moving otherwise (content preserved up
+ * to the smaller size). Returns the new address, or NULL on failure: then the old block is unchanged
+ * and still owned by the caller. An invalid `p` returns NULL and records an event. FastMM_ReallocMem
+ * with NULL or with size 0 is rejected as invalid; use fm5_realloc for C semantics. */
+FM5_API void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size);
+
+/* As FastMM_GetMem, and the block's first `size` bytes are zero. */
+FM5_API void *FM5_CALL FastMM_AllocMem(size_t size);
+
+/* The number of bytes the block can hold (at least what was requested). 0 for an invalid pointer,
+ * with an event. Cost: constant. */
+FM5_API size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p);
+
+/* The size requested for the block: exact for large blocks (and debug blocks); for small and medium
+ * blocks, which do not record it, the same as FastMM_BlockMaximumUserBytes. 0 for an invalid pointer. */
+FM5_API size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p);
+
+/* Releases every block waiting on a pending-free list whose arena can be locked now. Returns 1 when
+ * every list was drained, 0 when some arena stayed busy. */
+FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Heap status, usage summary and block walking
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef struct FastMM_HeapStatus {
+    size_t TotalAddrSpace;   /* address space reserved from the OS */
+    size_t TotalUncommitted; /* reserved but not committed */
+    size_t TotalCommitted;   /* committed */
+    size_t TotalAllocated;   /* bytes in live blocks (block sizes, headers included) */
+    size_t TotalFree;        /* FreeSmall + FreeBig + Unused */
+    size_t FreeSmall;        /* free small blocks */
+    size_t FreeBig;          /* free medium blocks */
+    size_t Unused;           /* not yet carved from spans (sequential-feed remainders) */
+    size_t Overhead;         /* span and block headers, bins and management structures */
+    size_t HeapErrorCode;    /* always 0 */
+} FastMM_HeapStatus;
+
+/* Fills *status. Locks each arena in turn for at most `timeout_ms` milliseconds; an arena that stays
+ * busy is left out and the function returns 0 (1 when complete). Cost: walks every block. */
+FM5_API int FM5_CALL FastMM_GetHeapStatus(FastMM_HeapStatus *status, unsigned timeout_ms);
+
+typedef struct FastMM_UsageSummary {
+    size_t AllocatedBytes;          /* bytes in live blocks */
+    size_t OverheadBytes;           /* address space used minus AllocatedBytes */
+    double EfficiencyPercentage;    /* 100 * AllocatedBytes / address space used */
+} FastMM_UsageSummary;
+
+/* Fills *summary; returns 1 when every arena was walked, 0 otherwise. Cost: walks every block. */
+FM5_API int FM5_CALL FastMM_GetUsageSummary(FastMM_UsageSummary *summary);
+
+enum FastMM_BlockKind {
+    FastMM_SmallBlock = 1,
+    FastMM_MediumBlock = 2,
+    FastMM_LargeBlock = 4,
+    FastMM_SmallBlockSpan = 8,   /* a medium block that holds small blocks */
+    FastMM_MediumBlockSpan = 16  /* an OS allocation that holds medium blocks */
+};
+
+typedef struct FastMM_WalkBlockInfo {
+    void *Address;        /* the user address for blocks; the base for spans */
+    size_t BlockSize;     /* the whole block, header included */
+    size_t UsableSize;    /* what the user may use (0 for spans) */
+    unsigned Kind;        /* one FastMM_BlockKind value */
+    unsigned Arena;       /* arena index within its block kind */
+    int IsFree;           /* 1 for free blocks (and unfed sequential-feed space) */
+} FastMM_WalkBlockInfo;
+
+/* Called once per block; return 0 to go on, non-zero to stop the walk. The callback runs while an
+ * arena lock is held: it must not allocate or free from fm5 (other threads are not blocked by that,
+ * they move to other arenas or queue their frees). */
+typedef int (FM5_CALL *FastMM_WalkBlocksCallback)(const FastMM_WalkBlockInfo *info, void *user);
+
+/* Walks the blocks of the kinds in `kinds` (a mask of FastMM_BlockKind; 0 means all). With
+ * `used_only` set, free blocks are skipped. Each arena is locked for at most `timeout_ms`. Returns 1
+ * when every selected arena was walked, 0 when some were skipped (busy) or the callback stopped. */
+FM5_API int FM5_CALL FastMM_WalkBlocks(FastMM_WalkBlocksCallback callback, void *user,
+                                       unsigned kinds, int used_only, unsigned timeout_ms);
+
+/* ------------------------------------------------------------------------------------------------
+ * Tuning
+ * ---------------------------------------------------------------------------------------------- */
+
+enum FastMM_OptimizationStrategy {
+    FastMM_OptimizeForSpeed = 0,       /* 4 MB medium spans; empty spans kept */
+    FastMM_Balanced = 1,               /* 3 MB medium spans (the default) */
+    FastMM_OptimizeForLowMemoryUsage = 2 /* 1.5 MB medium spans; empty spans always released */
+};
+
+/* Applies to spans created from now on. Returns 0, or -1 for an unknown strategy. */
+FM5_API int FM5_CALL FastMM_SetOptimizationStrategy(int strategy);
+FM5_API int FM5_CALL FastMM_GetCurrentOptimizationStrategy(void);
+
+/* Minimum alignment of every block returned from now on: 8, 16, 32 or 64 bytes. Enter and Exit nest
+ * per value; the coarsest entered alignment applies. Exit without a matching Enter, or a value other
+ * than 8/16/32/64, returns -1 and records an event. Win64 is always at least 16. */
+FM5_API int FM5_CALL FastMM_EnterMinimumAddressAlignment(unsigned alignment);
+FM5_API int FM5_CALL FastMM_ExitMinimumAddressAlignment(unsigned alignment);
+FM5_API unsigned FM5_CALL FastMM_GetCurrentMinimumAddressAlignment(void);
+
+/* Limit on the memory fm5 takes from the OS (committed bytes). 0 means no limit (the default). A
+ * request that would pass the limit returns NULL and records an event; on the first such failure the
+ * limit is raised once by 32 MB so that the program can still handle the error, as FastMM5 does. */
+FM5_API void FM5_CALL FastMM_SetMemoryUsageLimit(size_t limit);
+FM5_API size_t FM5_CALL FastMM_GetMemoryUsageLimit(void);
+/* Bytes currently committed from the OS by fm5. */
+FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
+
+/* How often a thread found every arena of a kind locked and had to yield (SwitchToThread). The counts
+ * are statistics: updated without atomics, so concurrent increments may be lost. */
+FM5_API size_t FM5_CALL FastMM_SmallBlockThreadContentionCount(void);
+FM5_API size_t FM5_CALL FastMM_MediumBlockThreadContentionCount(void);
+FM5_API size_t FM5_CALL FastMM_LargeBlockThreadContentionCount(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Events: misuse and failures are reported here, and written to a log file
+ * ---------------------------------------------------------------------------------------------- */
+
+enum FastMM_EventKind {
+    FastMM_EventInvalidFree = 1,         /* free of a pointer fm5 did not hand out */
+    FastMM_EventInvalidRealloc = 2,      /* realloc of a pointer fm5 did not hand out */
+    FastMM_EventDoubleFree = 3,          /* free of a block that is already free */
+    FastMM_EventReallocOfFreedBlock = 4, /* realloc of a block that is already free */
+    FastMM_EventInvalidQuery = 5,        /* a size query on an invalid pointer */
+    FastMM_EventOutOfMemory = 6,         /* the OS refused memory */
+    FastMM_EventMemoryLimitExceeded = 7, /* a request would pass the memory usage limit */
+    FastMM_EventInvalidArgument = 8      /* a bad argument to a tuning function */
+};
+
+typedef struct FastMM_Event {
+    int Kind;              /* a FastMM_EventKind */
+    const void *Pointer;   /* the pointer concerned, or NULL */
+    size_t Size;           /* the size concerned, or 0 */
+    const char *Text;      /* the whole message, UTF-8, valid only during the callback */
+} FastMM_Event;
+
+/* Called for every event, on the thread that caused it, possibly while fm5 holds an arena lock: it
+ * must not allocate from fm5. Pass NULL to remove it. */
+typedef void (FM5_CALL *FastMM_EventCallback)(const FastMM_Event *event, void *user);
+FM5_API void FM5_CALL FastMM_SetEventCallback(FastMM_EventCallback callback, void *user);
+
+/* Which events go to the log file and to OutputDebugString: bit (1 << kind). By default every event
+ * kind goes to both. */
+FM5_API void FM5_CALL FastMM_SetLogToFileEvents(unsigned mask);
+FM5_API unsigned FM5_CALL FastMM_GetLogToFileEvents(void);
+FM5_API void FM5_CALL FastMM_SetOutputDebugStringEvents(unsigned mask);
+FM5_API unsigned FM5_CALL FastMM_GetOutputDebugStringEvents(void);
+
+/* The event log is UTF-8 text, appended to. The default is "<exe path without extension>_MemoryManager_
+ * EventLog.txt", or the same name in the folder named by %FastMMLogFilePath% when that is set.
+ * SetEventLogFilename takes a UTF-8 path (NULL restores the default) and returns 0, or -1 if the path
+ * is too long. GetEventLogFilename returns the current path (UTF-8; valid until the next Set call). */
+FM5_API int FM5_CALL FastMM_SetEventLogFilename(const char *utf8_path);
+FM5_API const char *FM5_CALL FastMM_GetEventLogFilename(void);
+/* Deletes the event log file. Returns 1 if it was deleted, 0 if not (for example, it did not exist). */
+FM5_API int FM5_CALL FastMM_DeleteEventLogFile(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * C standard family, with C semantics, for drop-in use
+ * ---------------------------------------------------------------------------------------------- */
+
+/* malloc: NULL on failure; fm5_malloc(0) returns a unique pointer that can be freed. */
+FM5_API void *FM5_CALL fm5_malloc(size_t size);
+/* calloc: zero-filled; NULL when count * size overflows or on failure. */
+FM5_API void *FM5_CALL fm5_calloc(size_t count, size_t size);
+/* realloc: NULL `p` acts as fm5_malloc; size 0 frees `p` and returns NULL (as the Microsoft CRT
+ * does); on failure returns NULL and `p` is untouched; an invalid `p` returns NULL with an event. */
+FM5_API void *FM5_CALL fm5_realloc(void *p, size_t size);
+/* free: NULL is a no-op; an invalid pointer is ignored and recorded as an event. */
+FM5_API void FM5_CALL fm5_free(void *p);
+/* The usable size of a block (0 for NULL or an invalid pointer). */
+FM5_API size_t FM5_CALL fm5_usable_size(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FM5_H */

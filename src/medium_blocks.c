@@ -1,0 +1,559 @@
+/* Medium blocks: spans, bins, coalescing, sequential feed from the end of the span. Every change to a
+ * span happens under the lock of the manager that owns it, including feeding (FastMM5 also feeds
+ * lock-free; fm5 does not, so that a walk or a free never meets a block whose header is half-written). */
+#include "medium_blocks.h"
+#include "block_status.h"
+#include "os_memory.h"
+#include "address_map.h"
+#include "pending_free_list.h"
+#include "optimization_strategy.h"
+#include "debug_options.h"
+#include "block_walk.h"
+#include <string.h>
+
+fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
+size_t fm5_medium_contention_count;
+
+#define IN_PLACE_DOWNSIZE_LIMIT 720u
+#define BIN_GROUP_1_START 2880u
+#define BIN_GROUP_2_START 101184u
+#define BIN_GROUP_3_START 297792u
+
+/* ---- bins ------------------------------------------------------------------------------------- */
+
+/* The bin a free block of `size` bytes belongs in: every block in bin b is at least bin_size(b). */
+static unsigned bin_for_free_block(size_t size)
+{
+    if (size < BIN_GROUP_2_START)
+        return (unsigned)((size - BIN_GROUP_1_START) / 256);
+    if (size < BIN_GROUP_3_START)
+        return 384 + (unsigned)((size - BIN_GROUP_2_START) / 512);
+    size_t bin = 768 + (size - BIN_GROUP_3_START) / 1024;
+    return bin > FM5_MEDIUM_BIN_COUNT - 1 ? FM5_MEDIUM_BIN_COUNT - 1 : (unsigned)bin;
+}
+
+size_t fm5_medium_block_size_for(size_t user_size)
+{
+    size_t size = user_size + FM5_MEDIUM_HEADER_SIZE;
+    if (size <= BIN_GROUP_1_START)
+        return BIN_GROUP_1_START;
+    if (size <= BIN_GROUP_2_START)
+        return BIN_GROUP_1_START + fm5_round_up(size - BIN_GROUP_1_START, 256);
+    if (size <= BIN_GROUP_3_START)
+        return BIN_GROUP_2_START + fm5_round_up(size - BIN_GROUP_2_START, 512);
+    return BIN_GROUP_3_START + fm5_round_up(size - BIN_GROUP_3_START, 1024);
+}
+
+static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
+{
+    unsigned bin = bin_for_free_block(size);
+    fm5_medium_free_links *slot = (fm5_medium_free_links *)&manager->bins[bin];
+    fm5_medium_free_links *first = manager->bins[bin];
+    block->next = first;
+    block->prev = slot;
+    if (first)
+        first->prev = block;
+    manager->bins[bin] = block;
+    manager->bin_bitmaps[bin / 32] |= 1u << (bin % 32);
+    manager->group_bitmap |= 1u << (bin / 32);
+}
+
+static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
+{
+    block->prev->next = block->next;
+    if (block->next)
+        block->next->prev = block->prev;
+    unsigned bin = bin_for_free_block(size);
+    if (!manager->bins[bin]) {
+        manager->bin_bitmaps[bin / 32] &= ~(1u << (bin % 32));
+        if (!manager->bin_bitmaps[bin / 32])
+            manager->group_bitmap &= ~(1u << (bin / 32));
+    }
+}
+
+/* The first non-empty bin at or above `bin`, or -1. */
+static int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
+{
+    unsigned group = bin / 32;
+    uint32_t bins = manager->bin_bitmaps[group] & (~0u << (bin % 32));
+    if (!bins) {
+        uint32_t groups = manager->group_bitmap & (0xFFFFFFFEu << group);
+        if (!groups)
+            return -1;
+        group = (unsigned)__builtin_ctz(groups);
+        bins = manager->bin_bitmaps[group];
+    }
+    return (int)(group * 32 + (unsigned)__builtin_ctz(bins));
+}
+
+/* ---- spans and block starts -------------------------------------------------------------------- */
+
+static uint32_t *block_start_bitmap(const fm5_medium_span *span)
+{
+    return (uint32_t *)((char *)span + sizeof(fm5_medium_span));
+}
+
+static size_t block_index(const fm5_medium_span *span, const void *user)
+{
+    return (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
+}
+
+int fm5_medium_is_block_start(const fm5_medium_span *span, const void *user)
+{
+    size_t index = block_index(span, user);
+    if (index * FM5_MEDIUM_ALIGNMENT >= span->span_size)
+        return 0;
+    return (block_start_bitmap(span)[index / 32] >> (index % 32)) & 1;
+}
+
+static void mark_block_start(fm5_medium_span *span, void *user)
+{
+    size_t index = block_index(span, user);
+    block_start_bitmap(span)[index / 32] |= 1u << (index % 32);
+}
+
+static void clear_block_start(fm5_medium_span *span, void *user)
+{
+    size_t index = block_index(span, user);
+    block_start_bitmap(span)[index / 32] &= ~(1u << (index % 32));
+    /* A stale header left behind would let a stale pointer pass the status check. */
+    fm5_medium_header_of(user)->status = 0;
+}
+
+static char *span_area_start(const fm5_medium_span *span)
+{
+    return (char *)span + span->first_block_offset;
+}
+
+static char *span_end(const fm5_medium_span *span)
+{
+    return (char *)span + span->span_size;
+}
+
+static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_t status)
+{
+    fm5_medium_header *header = fm5_medium_header_of(user);
+    header->size_multiple = (uint16_t)(size / FM5_MEDIUM_ALIGNMENT);
+    header->span_offset_multiple = (uint16_t)((size_t)(user - (char *)span) / FM5_MEDIUM_ALIGNMENT);
+    header->is_small_block_span = 0;
+    header->status = status;
+}
+
+/* Turns [user, user + size) into a free block, binned when big enough to be reused. */
+static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size)
+{
+    write_header(span, user, size, FM5_STATUS_MEDIUM | FM5_STATUS_FREE);
+    *(uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) = (uint32_t)size;
+    fm5_medium_header_of(user + size)->previous_block_is_free = 1;
+    if (size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        bin_insert(manager, (fm5_medium_free_links *)user, size);
+}
+
+static void release_span(fm5_medium_manager *manager, fm5_medium_span *span)
+{
+    span->prev->next = span->next;
+    span->next->prev = span->prev;
+    if (manager->feed_span == span) {
+        manager->feed_span = NULL;
+        manager->feed_end = NULL;
+    }
+    size_t size = span->span_size;
+    fm5_address_map_remove(span, size);
+    fm5_os_release(span, size);
+}
+
+/* What is left of the feed span becomes an ordinary free block. The block just above the feed point is
+ * never free here: freeing it gives its space back to the feed. */
+static void retire_feed_span(fm5_medium_manager *manager)
+{
+    fm5_medium_span *span = manager->feed_span;
+    if (!span)
+        return;
+    char *start = span_area_start(span);
+    size_t remainder = (size_t)(manager->feed_end - start);
+    manager->feed_span = NULL;
+    manager->feed_end = NULL;
+    if (remainder == 0)
+        return;
+    if (remainder == (size_t)(span_end(span) - start)) {
+        release_span(manager, span);
+        return;
+    }
+    mark_block_start(span, start);
+    fm5_medium_header_of(start)->previous_block_is_free = 0;
+    make_free_block(manager, span, start, remainder);
+}
+
+static int add_feed_span(fm5_medium_manager *manager)
+{
+    size_t size = fm5_medium_span_size();
+    fm5_medium_span *span = fm5_os_allocate(size, 0);
+    if (!span)
+        return 0;
+    if (!fm5_address_map_add(span, size, FM5_GRANULE_MEDIUM_SPAN)) {
+        fm5_os_release(span, size);
+        return 0;
+    }
+    retire_feed_span(manager);
+    span->manager = manager;
+    span->span_size = (uint32_t)size;
+    /* Header, block-start bitmap, then the first block's own header. */
+    span->first_block_offset = (uint32_t)fm5_round_up(sizeof(fm5_medium_span) + size / (8 * FM5_MEDIUM_ALIGNMENT) +
+                                                      FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    /* The sentinel after the last block looks like a block in use, so coalescing stops there. */
+    fm5_medium_header *sentinel = fm5_medium_header_of((char *)span + size);
+    sentinel->status = FM5_STATUS_MEDIUM;
+    sentinel->size_multiple = 0;
+    fm5_medium_span *ring = (fm5_medium_span *)manager;
+    span->next = ring->next;
+    span->prev = ring;
+    ring->next->prev = span;
+    ring->next = span;
+    manager->feed_span = span;
+    manager->feed_end = span_end(span);
+    return 1;
+}
+
+/* ---- allocation under the lock ---------------------------------------------------------------- */
+
+static void *take_from_feed(fm5_medium_manager *manager, size_t size)
+{
+    fm5_medium_span *span = manager->feed_span;
+    if (!span || (size_t)(manager->feed_end - span_area_start(span)) < size)
+        return NULL;
+    char *user = manager->feed_end - size;
+    write_header(span, user, size, FM5_STATUS_MEDIUM);
+    fm5_medium_header_of(user)->previous_block_is_free = 0;
+    mark_block_start(span, user);
+    manager->feed_end = user;
+    return user;
+}
+
+static void *take_from_bins(fm5_medium_manager *manager, size_t size)
+{
+    int bin = first_bin_with_block(manager, bin_for_free_block(size));
+    if (bin < 0)
+        return NULL;
+    char *user = (char *)manager->bins[bin];
+    size_t available = fm5_medium_block_size(user);
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    bin_remove(manager, (fm5_medium_free_links *)user, available);
+    if (available - size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE) {
+        write_header(span, user, size, FM5_STATUS_MEDIUM);
+        char *tail = user + size;
+        mark_block_start(span, tail);
+        fm5_medium_header_of(tail)->previous_block_is_free = 0;
+        make_free_block(manager, span, tail, available - size);
+    } else {
+        write_header(span, user, available, FM5_STATUS_MEDIUM);
+        fm5_medium_header_of(user + available)->previous_block_is_free = 0;
+    }
+    return user;
+}
+
+static void free_locked(fm5_medium_manager *manager, char *user);
+
+static void drain_pending_locked(fm5_medium_manager *manager)
+{
+    char *block = fm5_pending_take_all(&manager->pending_free_list);
+    while (block) {
+        char *next = *(char **)block;
+        fm5_medium_header_of(block)->status = FM5_STATUS_MEDIUM;
+        free_locked(manager, block);
+        block = next;
+    }
+}
+
+static int may_have_block(const fm5_medium_manager *manager, unsigned bin)
+{
+    return manager->pending_free_list || first_bin_with_block(manager, bin) >= 0;
+}
+
+void *fm5_medium_allocate(size_t size)
+{
+    unsigned bin = bin_for_free_block(size);
+    for (;;) {
+        /* First pass: only arenas that are idle and probably have a fitting free block. */
+        for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+            fm5_medium_manager *manager = &fm5_medium_managers[a];
+            if (!manager->locked && may_have_block(manager, bin) && fm5_try_lock(&manager->locked)) {
+                drain_pending_locked(manager);
+                void *user = take_from_bins(manager, size);
+                if (!user)
+                    user = take_from_feed(manager, size);
+                fm5_unlock(&manager->locked);
+                if (user)
+                    return user;
+            }
+        }
+        /* Second pass: any arena that can be locked, creating a span if it must. */
+        for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+            fm5_medium_manager *manager = &fm5_medium_managers[a];
+            if (!fm5_try_lock(&manager->locked))
+                continue;
+            drain_pending_locked(manager);
+            void *user = take_from_bins(manager, size);
+            if (!user)
+                user = take_from_feed(manager, size);
+            int out_of_memory = 0;
+            if (!user) {
+                if (add_feed_span(manager))
+                    user = take_from_feed(manager, size);
+                else
+                    out_of_memory = 1;
+            }
+            fm5_unlock(&manager->locked);
+            if (user || out_of_memory)
+                return user;
+        }
+        fm5_medium_contention_count++;
+        SwitchToThread();
+    }
+}
+
+void *fm5_medium_get_mem(size_t user_size)
+{
+    return fm5_medium_allocate(fm5_medium_block_size_for(user_size));
+}
+
+/* ---- freeing ---------------------------------------------------------------------------------- */
+
+static int keep_empty_span(const fm5_medium_manager *manager)
+{
+    if (fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+        return 0;
+    size_t feed_left = manager->feed_span ? (size_t)(manager->feed_end - span_area_start(manager->feed_span)) : 0;
+    return feed_left < FM5_MAXIMUM_MEDIUM_BLOCK_SIZE && !manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
+}
+
+static void free_locked(fm5_medium_manager *manager, char *user)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    int merge = !fm5_debug_never_merge_medium_blocks();
+
+    char *next = user + size;
+    fm5_medium_header *next_header = fm5_medium_header_of(next);
+    if (merge && next_header->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
+        size_t next_size = fm5_medium_block_size(next);
+        if (next_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+            bin_remove(manager, (fm5_medium_free_links *)next, next_size);
+        clear_block_start(span, next);
+        size += next_size;
+    }
+    if (merge && fm5_medium_header_of(user)->previous_block_is_free) {
+        size_t previous_size = *(uint32_t *)(user - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t));
+        char *previous = user - previous_size;
+        if (previous_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+            bin_remove(manager, (fm5_medium_free_links *)previous, previous_size);
+        clear_block_start(span, user);
+        user = previous;
+        size += previous_size;
+    }
+
+    if (span == manager->feed_span && user == manager->feed_end) {
+        /* Adjacent to the unfed space: give it back to the feed. */
+        clear_block_start(span, user);
+        manager->feed_end = user + size;
+        fm5_medium_header_of(user + size)->previous_block_is_free = 0;
+        if (manager->feed_end == span_end(span) &&
+            fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+            release_span(manager, span);
+        return;
+    }
+    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(manager)) {
+        release_span(manager, span);
+        return;
+    }
+    make_free_block(manager, span, user, size);
+}
+
+int fm5_medium_free(void *user)
+{
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    volatile uint16_t *status = &fm5_medium_header_of(user)->status;
+    if (fm5_try_lock(&manager->locked)) {
+        if (*status != FM5_STATUS_MEDIUM) {
+            fm5_unlock(&manager->locked);
+            return -1;
+        }
+        free_locked(manager, user);
+        drain_pending_locked(manager);
+        fm5_unlock(&manager->locked);
+        return 0;
+    }
+    /* Busy owner: queue the block. Marking it first makes a second free of it fail at once. */
+    if (!fm5_cas_u16(status, FM5_STATUS_MEDIUM, FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE))
+        return -1;
+    fm5_pending_push(&manager->pending_free_list, user);
+    return 0;
+}
+
+int fm5_medium_process_pending_frees(int wait)
+{
+    int complete = 1;
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        if (!manager->pending_free_list)
+            continue;
+        if (wait ? fm5_lock_with_timeout(&manager->locked, INFINITE) : fm5_try_lock(&manager->locked)) {
+            drain_pending_locked(manager);
+            fm5_unlock(&manager->locked);
+        } else {
+            complete = 0;
+        }
+    }
+    return complete;
+}
+
+/* ---- resizing in place ------------------------------------------------------------------------ */
+
+static int grow_locked(fm5_medium_manager *manager, char *user, size_t new_user_size)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    char *next = user + size;
+    fm5_medium_header *next_header = fm5_medium_header_of(next);
+    if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE))
+        return 0;
+    size_t next_size = fm5_medium_block_size(next);
+    size_t needed = fm5_round_up(new_user_size + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (size + next_size < needed)
+        return 0;
+    /* Grow by a quarter at least, so that a block grown step by step moves rarely. */
+    size_t old_user_size = size - FM5_MEDIUM_HEADER_SIZE;
+    size_t wanted = fm5_round_up(old_user_size + old_user_size / 4 + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (wanted > FM5_MAXIMUM_MEDIUM_BLOCK_SIZE)
+        wanted = FM5_MAXIMUM_MEDIUM_BLOCK_SIZE;
+    if (wanted < needed)
+        wanted = needed;
+    if (wanted > size + next_size)
+        wanted = size + next_size;
+
+    if (next_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        bin_remove(manager, (fm5_medium_free_links *)next, next_size);
+    clear_block_start(span, next);
+    size_t tail_size = size + next_size - wanted;
+    if (tail_size > 0) {
+        char *tail = user + wanted;
+        mark_block_start(span, tail);
+        fm5_medium_header_of(tail)->previous_block_is_free = 0;
+        make_free_block(manager, span, tail, tail_size);
+    } else {
+        fm5_medium_header_of(user + wanted)->previous_block_is_free = 0;
+    }
+    fm5_medium_header_of(user)->size_multiple = (uint16_t)(wanted / FM5_MEDIUM_ALIGNMENT);
+    return 1;
+}
+
+static int shrink_locked(fm5_medium_manager *manager, char *user, size_t new_user_size)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    size_t wanted = fm5_round_up(new_user_size + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (wanted < FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        wanted = FM5_MINIMUM_MEDIUM_BLOCK_SIZE;
+    if (wanted >= size)
+        return 1;
+    char *tail = user + wanted;
+    fm5_medium_header_of(user)->size_multiple = (uint16_t)(wanted / FM5_MEDIUM_ALIGNMENT);
+    write_header(span, tail, size - wanted, FM5_STATUS_MEDIUM);
+    fm5_medium_header_of(tail)->previous_block_is_free = 0;
+    mark_block_start(span, tail);
+    free_locked(manager, tail);
+    return 1;
+}
+
+int fm5_medium_resize_in_place(void *user, size_t new_user_size)
+{
+    size_t available = fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    int grow = new_user_size > available;
+    if (!grow && (available / 2 <= new_user_size))
+        return 1;
+    if (!grow && new_user_size < IN_PLACE_DOWNSIZE_LIMIT)
+        return 0;
+    if (grow) {
+        /* Check without the lock first: most growths have no free neighbour and must move anyway. */
+        size_t size = available + FM5_MEDIUM_HEADER_SIZE;
+        fm5_medium_header *next_header = fm5_medium_header_of((char *)user + size);
+        if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE) ||
+            size + (size_t)next_header->size_multiple * FM5_MEDIUM_ALIGNMENT < new_user_size + FM5_MEDIUM_HEADER_SIZE)
+            return 0;
+    }
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    fm5_lock_with_timeout(&manager->locked, INFINITE);
+    int done = grow ? grow_locked(manager, user, new_user_size) : shrink_locked(manager, user, new_user_size);
+    drain_pending_locked(manager);
+    fm5_unlock(&manager->locked);
+    return done;
+}
+
+/* ---- walking ---------------------------------------------------------------------------------- */
+
+static int walk_span(fm5_medium_manager *manager, fm5_medium_span *span, unsigned arena,
+                     fm5_walk_visitor visitor, void *context, DWORD timeout_ms)
+{
+    int result = FM5_WALK_COMPLETE;
+    fm5_walk_item item = { span, span->span_size, 0, FastMM_MediumBlockSpan, arena, 0, 0 };
+    if (visitor(&item, context))
+        return FM5_WALK_STOPPED;
+    char *user = span_area_start(span);
+    if (span == manager->feed_span && manager->feed_end > user) {
+        fm5_walk_item unused = { user, (size_t)(manager->feed_end - user), 0, FastMM_MediumBlock, arena, 1, 1 };
+        if (visitor(&unused, context))
+            return FM5_WALK_STOPPED;
+        user = manager->feed_end;
+    }
+    for (char *end = span_end(span); user < end; user += fm5_medium_block_size(user)) {
+        fm5_medium_header *header = fm5_medium_header_of(user);
+        size_t size = fm5_medium_block_size(user);
+        if (size == 0)
+            break;
+        if (header->is_small_block_span && !(header->status & FM5_STATUS_FREE)) {
+            int small = fm5_small_walk_span(user, visitor, context, timeout_ms);
+            if (small == FM5_WALK_STOPPED)
+                return small;
+            if (small == FM5_WALK_INCOMPLETE)
+                result = small;
+            continue;
+        }
+        fm5_walk_item block = { user, size, size - FM5_MEDIUM_HEADER_SIZE, FastMM_MediumBlock, arena,
+                                (header->status & FM5_STATUS_FREE) != 0, 0 };
+        if (visitor(&block, context))
+            return FM5_WALK_STOPPED;
+    }
+    return result;
+}
+
+int fm5_medium_walk(fm5_walk_visitor visitor, void *context, DWORD timeout_ms)
+{
+    int result = FM5_WALK_COMPLETE;
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        if (!fm5_lock_with_timeout(&manager->locked, timeout_ms)) {
+            result = FM5_WALK_INCOMPLETE;
+            continue;
+        }
+        fm5_medium_span *ring = (fm5_medium_span *)manager;
+        for (fm5_medium_span *span = ring->next; span != ring; span = span->next) {
+            int r = walk_span(manager, span, a, visitor, context, timeout_ms);
+            if (r == FM5_WALK_STOPPED) {
+                fm5_unlock(&manager->locked);
+                return r;
+            }
+            if (r == FM5_WALK_INCOMPLETE)
+                result = r;
+        }
+        fm5_unlock(&manager->locked);
+    }
+    return result;
+}
+
+void fm5_medium_initialize(void)
+{
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        manager->span_ring_next = manager->span_ring_prev = (fm5_medium_span *)manager;
+        manager->arena = a;
+    }
+}

@@ -1,0 +1,154 @@
+/* FastMM5's core entry points: dispatch on the size (GetMem) or on what the pointer is (FreeMem,
+ * ReallocMem, size queries), and FastMM5's reallocation rules. */
+#include "fm5.h"
+#include "block_identity.h"
+#include "small_blocks.h"
+#include "medium_blocks.h"
+#include "large_blocks.h"
+#include "events.h"
+#include <string.h>
+
+#define SMALL_UPSIZE_ADDER 32u
+#define SMALL_DOWNSIZE_CHECK_ADDER 64u
+
+void *FM5_CALL FastMM_GetMem(size_t size)
+{
+    if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
+        return fm5_small_get_mem(size);
+    if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
+        return fm5_medium_get_mem(size);
+    return fm5_large_get_mem(size);
+}
+
+void *FM5_CALL FastMM_AllocMem(size_t size)
+{
+    void *p = FastMM_GetMem(size);
+    /* Large blocks come straight from VirtualAlloc, which zero-fills. */
+    if (p && size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
+        memset(p, 0, size);
+    return p;
+}
+
+static int release_live_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        return fm5_small_free(p, facts->owner);
+    case FM5_LIVE_MEDIUM_BLOCK:
+        return fm5_medium_free(p);
+    case FM5_LIVE_LARGE_BLOCK:
+        return fm5_large_free(p);
+    default:
+        return -1;
+    }
+}
+
+int FM5_CALL FastMM_FreeMem(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (FM5_LIKELY(identity >= FM5_LIVE_SMALL_BLOCK) && FM5_LIKELY(release_live_block(p, identity, &facts) == 0))
+        return 0;
+    if (identity == FM5_NOT_A_BLOCK)
+        fm5_event_report(FastMM_EventInvalidFree, p, 0, facts.problem);
+    else
+        fm5_event_report(FastMM_EventDoubleFree, p, 0, "the block is already free");
+    return -1;
+}
+
+static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    case FM5_LIVE_MEDIUM_BLOCK:
+        return fm5_medium_block_size(p) - FM5_MEDIUM_HEADER_SIZE;
+    case FM5_LIVE_LARGE_BLOCK:
+        return fm5_large_header_of(p)->block_size - FM5_LARGE_HEADER_SIZE;
+    default:
+        return 0;
+    }
+}
+
+/* Moves the block: the old one is released only once the new one exists. */
+static void *move_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,
+                        size_t new_size, size_t preferred_size, size_t bytes_to_copy)
+{
+    void *q = FastMM_GetMem(preferred_size);
+    if (!q && preferred_size != new_size)
+        q = FastMM_GetMem(new_size);
+    if (!q)
+        return NULL;
+    memcpy(q, p, bytes_to_copy);
+    release_live_block(p, identity, facts);
+    return q;
+}
+
+void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity < FM5_LIVE_SMALL_BLOCK) {
+        if (identity == FM5_NOT_A_BLOCK)
+            fm5_event_report(FastMM_EventInvalidRealloc, p, new_size, facts.problem);
+        else
+            fm5_event_report(FastMM_EventReallocOfFreedBlock, p, new_size, "the block is already free");
+        return NULL;
+    }
+    size_t available = usable_size(p, identity, &facts);
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        if (new_size <= available) {
+            /* Keep the block unless it would be mostly empty. */
+            if (new_size * 4 + SMALL_DOWNSIZE_CHECK_ADDER >= available)
+                return p;
+            return move_block(p, identity, &facts, new_size, new_size, new_size);
+        } else {
+            size_t preferred = 2 * available + SMALL_UPSIZE_ADDER;
+            return move_block(p, identity, &facts, new_size, preferred > new_size ? preferred : new_size, available);
+        }
+    case FM5_LIVE_MEDIUM_BLOCK:
+        if (new_size <= FM5_MAXIMUM_MEDIUM_USER_SIZE && fm5_medium_resize_in_place(p, new_size))
+            return p;
+        break;
+    default:
+        if (fm5_large_resize_in_place(p, new_size))
+            return p;
+        break;
+    }
+    if (new_size > available) {
+        size_t preferred = available + available / 4;
+        return move_block(p, identity, &facts, new_size, preferred > new_size ? preferred : new_size, available);
+    }
+    return move_block(p, identity, &facts, new_size, new_size, new_size);
+}
+
+size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity < FM5_LIVE_SMALL_BLOCK) {
+        fm5_event_report(FastMM_EventInvalidQuery, p, 0,
+                         identity == FM5_NOT_A_BLOCK ? facts.problem : "the block is already free");
+        return 0;
+    }
+    return usable_size(p, identity, &facts);
+}
+
+size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity == FM5_LIVE_LARGE_BLOCK)
+        return fm5_large_header_of(p)->user_size;
+    return FastMM_BlockMaximumUserBytes(p);
+}
+
+int FM5_CALL FastMM_ProcessAllPendingFrees(void)
+{
+    /* Small first: releasing a small block can free its span into the medium manager. */
+    int small = fm5_small_process_pending_frees(0);
+    int medium = fm5_medium_process_pending_frees(0);
+    int large = fm5_large_process_pending_frees(0);
+    return small && medium && large;
+}
