@@ -3,7 +3,7 @@
 # CTest summary and one closing line "N passed, N failed" over all of them.
 # Exits 1 if any build or test failed.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 total_passed=0
 total_failed=0

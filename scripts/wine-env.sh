@@ -9,7 +9,8 @@ fm5_wine_env() {
     fi
     # One prefix per build directory: the developer's ~/.wine is never touched, and two variants
     # (or two checkouts) never share a wineserver.
-    WINEPREFIX=$(cd "$1" && pwd)/wineprefix
+    FM5_BUILD_DIR=$(cd "$1" && pwd)
+    WINEPREFIX=$FM5_BUILD_DIR/wineprefix
     export WINEPREFIX
     WINEDEBUG=-all
     export WINEDEBUG

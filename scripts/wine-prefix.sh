@@ -3,12 +3,15 @@
 # the whole test run, so that each test does not pay for starting and stopping a server.
 # Usage: wine-prefix.sh BUILD_DIR setup|cleanup
 set -eu
+# shellcheck source=scripts/wine-env.sh
 . "$(dirname "$0")/wine-env.sh"
 fm5_wine_env "${1:-}"
 action=${2:-}
 
 case "$action" in
 setup)
+    log=$FM5_BUILD_DIR/wine.log
+    : >"$log"
     if [ ! -f "$WINEPREFIX/system.reg" ]; then
         # Build the prefix aside and rename it when complete: an interrupted wineboot then
         # cannot leave a half-made prefix that later runs would take as ready.
@@ -16,17 +19,26 @@ setup)
         WINEPREFIX=$final.partial
         rm -rf "$WINEPREFIX"
         echo "wine-prefix: creating $final"
-        wineboot -i
+        if ! wineboot -i >>"$log" 2>&1 </dev/null; then
+            cat "$log" >&2
+            exit 1
+        fi
         # The prefix may be renamed only once its server has written everything and gone.
         wineserver -w
         rm -rf "$final"
         mv "$WINEPREFIX" "$final"
         WINEPREFIX=$final
     fi
-    # The server daemonizes but keeps the descriptors it was given: were they CTest's pipes,
-    # CTest would wait for them to close until the test's timeout.
-    wineserver -p >"$WINEPREFIX/../wineserver.log" 2>&1 </dev/null
-    echo "wine-prefix: $WINEPREFIX ready, persistent wineserver started"
+    # A server left by an interrupted run would refuse a second one (and might not be persistent).
+    wineserver -k 2>/dev/null || true
+    wineserver -w
+    # The server and Wine's system processes (services.exe, winedevice.exe, rpcss.exe, ...) outlive
+    # the program that started them and keep the descriptors it had: were those CTest's pipes, CTest
+    # would wait on them until the timeout. So start them all here, writing to a file. With -p they
+    # stay up for the whole run and no test starts them again.
+    wineserver -p >>"$log" 2>&1 </dev/null
+    wineboot >>"$log" 2>&1 </dev/null
+    echo "wine-prefix: $WINEPREFIX ready, persistent wineserver started (log: $log)"
     ;;
 cleanup)
     # -k fails when no server runs (it may never have started); that is no error for cleanup.

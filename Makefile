@@ -1,0 +1,39 @@
+# fm5's entry points; the build itself is CMake (CMakePresets.json).
+#   make        install what is missing, build win32 and win64, ship the DLLs into win32/ and win64/
+#   make test   build and test every preset in VARIANTS; closes with "N passed, N failed"
+#   make clean  remove the build trees and the shipped files
+# A variant is the name of a configure, build and test preset.
+VARIANTS ?= win32 win64
+
+SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h
+SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h
+
+.PHONY: all setup build test bench clean
+
+# copy_if_different keeps the shipped files' times when nothing changed.
+all: build
+	@cmake -E copy_if_different build/win32/bin/fm5_32.dll build/win32/lib/fm5_32.lib \
+		build/win32/lib/libfm5_32.dll.a src/fm5.h win32/
+	@cmake -E copy_if_different build/win64/bin/fm5_64.dll build/win64/lib/fm5_64.lib \
+		build/win64/lib/libfm5_64.dll.a src/fm5.h win64/
+	@echo "shipped: $(SHIP_32) $(SHIP_64)"
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@scripts/build.sh win32 win64
+
+test: setup
+	@scripts/run-tests.sh $(VARIANTS)
+
+bench:
+	@echo "make bench: not implemented yet" >&2
+	@exit 1
+
+# A wineserver still running would keep its prefix busy: stop it before deleting the tree.
+clean:
+	@for tree in build/*/; do \
+		if [ -d "$$tree/wineprefix" ]; then scripts/wine-prefix.sh "$$tree" cleanup >/dev/null; fi; \
+	done
+	rm -rf build $(SHIP_32) $(SHIP_64)
