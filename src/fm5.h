@@ -47,8 +47,9 @@ FM5_API int FM5_CALL FastMM_FreeMem(void *p);
 
 /* Resizes a block, in place when FastMM5's rules allow and by moving otherwise (content preserved up
  * to the smaller size). Returns the new address, or NULL on failure: then the old block is unchanged
- * and still owned by the caller. An invalid `p` returns NULL and records an event. FastMM_ReallocMem
- * with NULL or with size 0 is rejected as invalid; use fm5_realloc for C semantics. */
+ * and still owned by the caller. An invalid `p` (NULL included) returns NULL and records an event.
+ * Size 0 resizes to an empty block that must still be freed; use fm5_realloc for C semantics.
+ * Cost: constant when in place; a copy of the smaller size when the block moves. */
 FM5_API void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size);
 
 /* As FastMM_GetMem, and the block's first `size` bytes are zero. */
