@@ -238,7 +238,9 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size)
     size_t available = fm5_medium_block_size(user);
     fm5_medium_span *span = fm5_medium_span_of(user);
     bin_remove(manager, (fm5_medium_free_links *)user, available);
-    if (available - size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE) {
+    /* Split off any surplus, even one too small to bin: it can still merge with a neighbour later, and
+     * the block's usable size then matches its request exactly. */
+    if (available > size) {
         write_header(span, user, size, FM5_STATUS_MEDIUM);
         char *tail = user + size;
         mark_block_start(span, tail);

@@ -74,13 +74,19 @@ static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_b
 static void *move_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,
                         size_t new_size, size_t preferred_size, size_t bytes_to_copy)
 {
+    size_t obtained_size = preferred_size;
     void *q = FastMM_GetMem(preferred_size);
-    if (!q && preferred_size != new_size)
+    if (!q && preferred_size != new_size) {
+        obtained_size = new_size;
         q = FastMM_GetMem(new_size);
+    }
     if (!q)
         return NULL;
     memcpy(q, p, bytes_to_copy);
     release_live_block(p, identity, facts);
+    /* A large block records the size asked for, not the growth allowance. */
+    if (obtained_size > FM5_MAXIMUM_MEDIUM_USER_SIZE)
+        fm5_large_header_of(q)->user_size = new_size;
     return q;
 }
 
