@@ -22,12 +22,12 @@ for v in A B; do
     "$cc" -std=c11 -O2 -Wall -Wextra -Werror -Isrc -o "$out/$v/alloc_free_loop.exe" bench/alloc_free_loop.c \
         "$out/$v/fm5_$bits.dll"
 done
-export WINEPREFIX="$PWD/build/measure-pointer-validation/wineprefix" WINEDEBUG=-all
-[ -d "$WINEPREFIX" ] || wineboot -i >/dev/null 2>&1
-wineserver -p >/dev/null 2>&1 </dev/null || true
+wine_dir=build/measure-pointer-validation
+scripts/wine-prefix.sh "$wine_dir" setup >&2
+trap 'scripts/wine-prefix.sh "$wine_dir" cleanup >/dev/null' EXIT
 
 workloads=("pair 16 20000000" "pair 64 20000000" "pair 1024 20000000" "ring 10000000")
-run() { wine "$out/$1/alloc_free_loop.exe" $2 | awk '{print $3}' | tr -d '\r'; }
+run() { scripts/wine-run.sh "$wine_dir" "$out/$1/alloc_free_loop.exe" $2 | awk '{print $3}' | tr -d '\r'; }
 csv="$out/samples.csv"
 echo "workload,pair,variant,milliseconds" > "$csv"
 for w in "${workloads[@]}"; do
