@@ -8,14 +8,14 @@ cd "$(dirname "$0")/.."
 arch=${1:-win64}
 pairs=${2:-25}
 case "$arch" in
-    win32) cc=i686-w64-mingw32-gcc bits=32 ;;
-    win64) cc=x86_64-w64-mingw32-gcc bits=64 ;;
+    win32) cc=i686-w64-mingw32-gcc bits=32 model= ;;
+    win64) cc=x86_64-w64-mingw32-gcc bits=64 model=-mcmodel=small ;;
     *) echo "usage: $0 [win32|win64] [pairs]" >&2; exit 2 ;;
 esac
 bash scripts/setup.sh
 out=build/measure-pointer-validation/$arch
 mkdir -p "$out/A" "$out/B"
-flags=(-std=c11 -O2 ${EXTRA_CFLAGS:-} -Wall -Wextra -Werror -fno-strict-aliasing -DFM5_BUILDING_DLL -shared -static-libgcc)
+flags=(-std=c11 -O2 $model ${EXTRA_CFLAGS:-} -Wall -Wextra -Werror -fno-strict-aliasing -DFM5_BUILDING_DLL -shared -static-libgcc)
 "$cc" "${flags[@]}" -DFM5_MEASURE_WITHOUT_POINTER_VALIDATION -o "$out/A/fm5_$bits.dll" src/*.c "win$bits/fm5_$bits.def"
 "$cc" "${flags[@]}" -o "$out/B/fm5_$bits.dll" src/*.c "win$bits/fm5_$bits.def"
 for v in A B; do

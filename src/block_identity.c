@@ -27,7 +27,7 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
 }
 #else
 
-static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *problem)
+__attribute__((cold)) static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *problem)
 {
     facts->problem = problem;
     return FM5_NOT_A_BLOCK;
@@ -35,14 +35,8 @@ static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *proble
 
 static enum fm5_block_identity identify_small(const void *user, unsigned status, fm5_block_facts *facts)
 {
-    fm5_small_span *span = fm5_small_span_of(user, status);
-    /* The span header and the medium header before it may lie in different granules. */
-    if (fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS ||
-        fm5_granule_owner((uintptr_t)span - FM5_MEDIUM_HEADER_SIZE) == FM5_GRANULE_NOT_OURS)
-        return refuse(facts, "not the start of a block allocated by fm5");
-    const fm5_medium_header *span_header = fm5_medium_header_of(span);
-    if (span_header->status != FM5_STATUS_MEDIUM || !span_header->is_small_block_span ||
-        !fm5_is_small_manager(span->manager) || !fm5_small_is_block_start(span, span->manager, user))
+    fm5_small_span *span = fm5_small_block_span(user, status);
+    if (!span)
         return refuse(facts, "not the start of a block allocated by fm5");
     facts->owner = span;
     return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;

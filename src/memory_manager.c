@@ -43,7 +43,8 @@ static int release_live_block(void *p, enum fm5_block_identity identity, const f
     }
 }
 
-int FM5_CALL FastMM_FreeMem(void *p)
+/* Everything but a live small block, and every failure, with its event. */
+static FM5_NOINLINE int free_mem_slow(void *p)
 {
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
@@ -54,6 +55,20 @@ int FM5_CALL FastMM_FreeMem(void *p)
     else
         fm5_event_report(FastMM_EventDoubleFree, p, 0, "the block is already free");
     return -1;
+}
+
+int FM5_CALL FastMM_FreeMem(void *p)
+{
+    if (FM5_LIKELY(fm5_status_word_is_ours(p))) {
+        unsigned status = *fm5_status_word(p);
+        if (FM5_LIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
+                       FM5_STATUS_SMALL)) {
+            fm5_small_span *span = fm5_small_block_span(p, status);
+            if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_small_free(p, span) == 0))
+                return 0;
+        }
+    }
+    return free_mem_slow(p);
 }
 
 static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
