@@ -33,10 +33,12 @@ FM5_INLINE fm5_small_span *fm5_small_block_span(const void *user, unsigned statu
     return fm5_small_span_of(user, status);
 #endif
     fm5_small_span *span = fm5_small_span_of(user, status);
-    /* The span header and the medium header just before it: one granule unless the span starts one. */
-    if (fm5_granule_owner((uintptr_t)span - FM5_MEDIUM_HEADER_SIZE) == FM5_GRANULE_NOT_OURS ||
-        FM5_UNLIKELY((uintptr_t)span % FM5_OS_GRANULARITY == 0 &&
-                     fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS))
+    /* The span header and the medium header just before it: one granule unless the span starts one.
+     * That granule needs no look-up when it is the one already proved to hold the status word. */
+    uintptr_t span_header_address = (uintptr_t)span - FM5_MEDIUM_HEADER_SIZE;
+    if ((span_header_address >> FM5_GRANULE_SHIFT) != (((uintptr_t)user - 1) >> FM5_GRANULE_SHIFT) &&
+        (fm5_granule_owner(span_header_address) == FM5_GRANULE_NOT_OURS ||
+         ((uintptr_t)span % FM5_OS_GRANULARITY == 0 && fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS)))
         return NULL;
     const fm5_medium_header *span_header = fm5_medium_header_of(span);
     fm5_small_manager *manager = span->manager;
