@@ -33,17 +33,14 @@ FM5_INLINE fm5_small_span *fm5_small_block_span(const void *user, unsigned statu
     return fm5_small_span_of(user, status);
 #endif
     fm5_small_span *span = fm5_small_span_of(user, status);
-    /* The span header and the medium header just before it: one granule unless the span starts one.
-     * That granule needs no look-up when it is the one already proved to hold the status word. */
-    uintptr_t span_header_address = (uintptr_t)span - FM5_MEDIUM_HEADER_SIZE;
-    if ((span_header_address >> FM5_GRANULE_SHIFT) != (((uintptr_t)user - 1) >> FM5_GRANULE_SHIFT) &&
-        (fm5_granule_owner(span_header_address) == FM5_GRANULE_NOT_OURS ||
-         ((uintptr_t)span % FM5_OS_GRANULARITY == 0 && fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS)))
+    /* The span header is one 64-byte line, so in one granule; it needs no look-up when that is the
+     * granule already proved to hold the status word. */
+    if ((((uintptr_t)span ^ ((uintptr_t)user - 1)) >> FM5_GRANULE_SHIFT) != 0 &&
+        fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS)
         return NULL;
-    const fm5_medium_header *span_header = fm5_medium_header_of(span);
     fm5_small_manager *manager = span->manager;
-    if (span_header->status != FM5_STATUS_MEDIUM || !span_header->is_small_block_span ||
-        !fm5_is_small_manager(manager) || !fm5_small_is_block_start(span, manager, user))
+    if (span->identity_tag != fm5_small_span_tag(span) || !fm5_is_small_manager(manager) ||
+        !fm5_small_is_block_start(span, manager, user))
         return NULL;
     return span;
 }

@@ -28,6 +28,7 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_large_manager {
     void *volatile pending_free_list;
 } fm5_large_manager;
 
+_Static_assert(sizeof(fm5_large_header) == FM5_LARGE_HEADER_SIZE, "status word must sit just before the user area");
 extern fm5_large_manager fm5_large_managers[FM5_LARGE_ARENA_COUNT];
 extern size_t fm5_large_contention_count;
 

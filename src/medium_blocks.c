@@ -90,20 +90,12 @@ static int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
 
 static uint32_t *block_start_bitmap(const fm5_medium_span *span)
 {
-    return (uint32_t *)((char *)span + sizeof(fm5_medium_span));
+    return fm5_medium_block_start_bitmap(span);
 }
 
 static size_t block_index(const fm5_medium_span *span, const void *user)
 {
     return (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
-}
-
-int fm5_medium_is_block_start(const fm5_medium_span *span, const void *user)
-{
-    size_t index = block_index(span, user);
-    if (index * FM5_MEDIUM_ALIGNMENT >= span->span_size)
-        return 0;
-    return (block_start_bitmap(span)[index / 32] >> (index % 32)) & 1;
 }
 
 static void mark_block_start(fm5_medium_span *span, void *user)

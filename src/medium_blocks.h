@@ -50,6 +50,8 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     fm5_medium_free_links *bins[FM5_MEDIUM_BIN_COUNT];
 } fm5_medium_manager;
 
+_Static_assert(sizeof(fm5_medium_header) == FM5_MEDIUM_HEADER_SIZE, "medium header is 8 bytes");
+_Static_assert(sizeof(fm5_medium_span) == 64, "medium span header is one cache line");
 extern fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
 extern size_t fm5_medium_contention_count;
 
@@ -85,8 +87,20 @@ int fm5_medium_free(void *user);
 /* Resizes in place when the rules allow; returns 1 if it did. */
 int fm5_medium_resize_in_place(void *user, size_t new_user_size);
 
-/* Is `user` the start of a block in its span (by the block-start bitmap)? */
-int fm5_medium_is_block_start(const fm5_medium_span *span, const void *user);
+/* One bit per 64 bytes of span, set where a block starts. */
+FM5_INLINE uint32_t *fm5_medium_block_start_bitmap(const fm5_medium_span *span)
+{
+    return (uint32_t *)((char *)span + sizeof(fm5_medium_span));
+}
+
+/* Is `user` the start of a block in its span? */
+FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void *user)
+{
+    size_t index = (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
+    if (index * FM5_MEDIUM_ALIGNMENT >= span->span_size)
+        return 0;
+    return (fm5_medium_block_start_bitmap(span)[index / 32] >> (index % 32)) & 1;
+}
 
 int fm5_medium_process_pending_frees(int wait);
 

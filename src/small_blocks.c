@@ -93,6 +93,7 @@ static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *
             unlink_partial(span);
         if (manager->feed_span == span)
             manager->feed_span = NULL;
+        span->identity_tag = 0;
         fm5_medium_header_of(span)->is_small_block_span = 0;
         fm5_medium_free(span);
         return;
@@ -148,6 +149,7 @@ static void *new_span_locked(fm5_small_manager *manager)
     span->blocks_in_use = count;
     span->first_free_block = NULL;
     span->next_partially_free = span->prev_partially_free = NULL;
+    span->identity_tag = fm5_small_span_tag(span);
     /* Every status word is written now, marked free until fed: a walk or a stray free then never meets
      * a status word that is still being written, and a pointer to an unfed block is refused. */
     for (uint32_t i = 0; i < count; i++) {

@@ -18,10 +18,21 @@ typedef struct fm5_small_span {
     struct fm5_small_manager *manager;
     uint32_t total_blocks;
     uint32_t blocks_in_use;     /* blocks not yet fed count as in use */
-    uint8_t reserved[64 - 4 * FM5_POINTER_SIZE - 8];
+    /* The span's address mixed with a constant while the span holds small blocks, 0 otherwise: FreeMem
+     * checks it, in the cache line it reads anyway, before trusting the span. */
+    uintptr_t identity_tag;
+    uint8_t reserved[64 - 5 * FM5_POINTER_SIZE - 8];
 } fm5_small_span;
 
+#define FM5_SMALL_SPAN_TAG_KEY ((uintptr_t)0x5EA5C0DE5EA5C0DEull)
+
+FM5_INLINE uintptr_t fm5_small_span_tag(const fm5_small_span *span)
+{
+    return (uintptr_t)span ^ FM5_SMALL_SPAN_TAG_KEY;
+}
+
 #define FM5_SMALL_SPAN_HEADER_SIZE 64u
+_Static_assert(sizeof(fm5_small_span) == FM5_SMALL_SPAN_HEADER_SIZE, "span header must end at the first block");
 
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_small_manager {
     fm5_small_span *first_partially_free;    /* circular list; the manager is its sentinel */
