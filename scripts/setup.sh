@@ -50,10 +50,56 @@ if [ "$rc" != 0 ] && [ "$rc" != 100 ]; then
     exit "$rc"
 fi
 
+export LC_ALL=C
+i386_roots=(wine32:i386 libgstreamer-plugins-base1.0-0:i386)
+
+# A Multi-Arch: same library must have one version on amd64 and on i386. An amd64 library that a
+# fresh machine took from the security suite (git's libssl3, libexpat1, ...) has no i386 twin
+# while that suite's i386 index is missing, and apt would then refuse wine32 ("held broken
+# packages"). Ask for every such library that the i386 packages need at the version that both
+# architectures have; on a machine where the versions already agree the list is empty.
+mapfile -t needed < <(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts \
+    --no-breaks --no-replaces --no-enhances "${i386_roots[@]}" |
+    sed -n 's/^\([^ <][^ ]*\):i386$/\1/p' | sort -u)
+# The version of each of them that is installed on amd64 as Multi-Arch: same ...
+declare -A amd64_version=()
+if [ "${#needed[@]}" -gt 0 ]; then
+    while read -r pkg ma status version; do
+        [ "$ma" = same ] && [ "$status" = ii ] && amd64_version[$pkg]=$version
+    done < <(dpkg-query -W -f='${Package} ${Multi-Arch} ${db:Status-Abbrev;2} ${Version}\n' \
+                 "${needed[@]/%/:amd64}" 2>/dev/null)
+fi
+# ... and the version apt would install on i386 (one apt-cache call: each costs about a second).
+align=()
+same=("${!amd64_version[@]}")
+if [ "${#same[@]}" -gt 0 ]; then
+    while read -r pkg candidate; do
+        installed=${amd64_version[$pkg]}
+        if [ "$candidate" != "(none)" ] && [ "$candidate" != "$installed" ] &&
+            apt-cache show "$pkg:amd64=$candidate" >/dev/null 2>&1; then
+            align+=("$pkg:amd64=$candidate")
+        fi
+    done < <(apt-cache policy "${same[@]/%/:i386}" |
+             awk '/^[^ ]/ { sub(/:i386:$/, ""); pkg = $0 } $1 == "Candidate:" { print pkg, $2 }')
+fi
+downgrade=()
+if [ "${#align[@]}" -gt 0 ]; then
+    echo "setup: aligning amd64 with i386: ${align[*]}" >&2
+    downgrade=(--allow-downgrades)
+fi
+
 # One transaction: naming the i386 gstreamer library lets apt resolve wine32 without removing wine64.
-$SUDO apt-get install -y -qq --no-install-recommends \
+# apt's output goes to a log that is shown only when the installation fails.
+log=$(mktemp)
+if ! $SUDO apt-get install -y -qq --no-install-recommends "${downgrade[@]}" \
     make cmake ninja-build python3 mingw-w64 nasm clang lld llvm \
-    wine wine64 wine32:i386 libgstreamer-plugins-base1.0-0:i386 >/dev/null
+    wine wine64 "${i386_roots[@]}" "${align[@]}" >"$log" 2>&1; then
+    tail -n 40 "$log" >&2
+    rm -f "$log"
+    echo "setup: apt-get install failed" >&2
+    exit 1
+fi
+rm -f "$log"
 
 if need_install; then
     echo "setup: some tools are still missing after installation" >&2
