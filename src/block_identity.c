@@ -7,6 +7,7 @@
 #include "medium_blocks.h"
 #include "large_blocks.h"
 #include "os_memory.h"
+#include "debug_block.h"
 
 #ifdef FM5_MEASURE_WITHOUT_POINTER_VALIDATION
 /* Trusts the status word as FastMM5 does. Built only by scripts/measure-pointer-validation.sh to price the
@@ -52,7 +53,7 @@ static enum fm5_block_identity identify_medium(const void *user, unsigned status
         return refuse(facts, "not the start of a block allocated by fm5");
     if (fm5_medium_header_of(user)->is_small_block_span)
         return refuse(facts, "an internal span of small blocks, not a block handed out by fm5");
-    return status == FM5_STATUS_MEDIUM ? FM5_LIVE_MEDIUM_BLOCK : FM5_FREED_BLOCK;
+    return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_MEDIUM ? FM5_LIVE_MEDIUM_BLOCK : FM5_FREED_BLOCK;
 }
 
 static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
@@ -61,7 +62,47 @@ static enum fm5_block_identity identify_large(const void *user, unsigned status,
     if ((uintptr_t)header % FM5_OS_GRANULARITY != 0 ||
         fm5_granule_owner((uintptr_t)header) != FM5_GRANULE_LARGE_BLOCK || !fm5_is_large_manager(header->manager))
         return refuse(facts, "not the start of a block allocated by fm5");
-    return status == FM5_STATUS_LARGE ? FM5_LIVE_LARGE_BLOCK : FM5_FREED_BLOCK;
+    return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_LARGE ? FM5_LIVE_LARGE_BLOCK : FM5_FREED_BLOCK;
+}
+
+/* A debug sub-block sits at the start of an outer block that carries HasDebugInfo. */
+static enum fm5_block_identity identify_debug(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    void *outer = (char *)user - FM5_DEBUG_HEADER_SIZE;
+    /* The outer block must be an ordinary block: a chain of debug-looking words is not followed. */
+    if (fm5_granule_owner((uintptr_t)outer - 1) == FM5_GRANULE_NOT_OURS ||
+        (*fm5_status_word(outer) & (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_HAS_DEBUG_INFO)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    fm5_block_facts outer_facts;
+    enum fm5_block_identity outer_identity = fm5_identify_block(outer, &outer_facts);
+    if (outer_identity == FM5_NOT_A_BLOCK || outer_identity == FM5_LIVE_DEBUG_BLOCK ||
+        !(*fm5_status_word(outer) & FM5_STATUS_HAS_DEBUG_INFO))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    facts->owner = outer;
+    facts->outer_identity = outer_identity;
+    facts->outer_owner = outer_facts.owner;
+    if (outer_identity == FM5_FREED_BLOCK || status & FM5_STATUS_FREE)
+        return FM5_FREED_BLOCK;
+    return FM5_LIVE_DEBUG_BLOCK;
+}
+
+size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    case FM5_LIVE_MEDIUM_BLOCK:
+        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    case FM5_LIVE_LARGE_BLOCK:
+        return fm5_large_header_of(user)->block_size - FM5_LARGE_HEADER_SIZE;
+    case FM5_LIVE_DEBUG_BLOCK: {
+        fm5_block_facts outer = { facts->outer_owner, NULL, FM5_NOT_A_BLOCK, NULL };
+        return fm5_live_block_usable_size(facts->owner, (enum fm5_block_identity)facts->outer_identity, &outer) -
+               FM5_DEBUG_HEADER_SIZE;
+    }
+    default:
+        return 0;
+    }
 }
 
 enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
@@ -78,6 +119,8 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
     unsigned status = *fm5_status_word(user);
     if (status & FM5_STATUS_SMALL)
         return identify_small(user, status, facts);
+    if (status == FM5_STATUS_DEBUG_SUB_BLOCK || status == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE))
+        return identify_debug(user, status, facts);
     switch (status & ~FM5_STATUS_HAS_DEBUG_INFO) {
     case FM5_STATUS_MEDIUM:
     case FM5_STATUS_MEDIUM | FM5_STATUS_FREE:

@@ -14,15 +14,21 @@ enum fm5_block_identity {
     FM5_FREED_BLOCK,         /* a block of fm5 that is free already */
     FM5_LIVE_SMALL_BLOCK,
     FM5_LIVE_MEDIUM_BLOCK,
-    FM5_LIVE_LARGE_BLOCK
+    FM5_LIVE_LARGE_BLOCK,
+    FM5_LIVE_DEBUG_BLOCK     /* a debug sub-block; facts.owner is its outer block */
 };
 
 typedef struct fm5_block_facts {
-    void *owner;             /* the small-block span; unused for other kinds */
+    void *owner;             /* the small-block span, or a debug block's outer block */
     const char *problem;     /* for FM5_NOT_A_BLOCK: why */
+    int outer_identity;      /* for debug blocks: what the outer block is */
+    void *outer_owner;       /* for debug blocks: the outer block's owner */
 } fm5_block_facts;
 
 enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts);
+
+/* What a live block can hold; for a debug block, what its outer block can hold for the sub-block. */
+size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts);
 
 /* The span of the small block at `user`, whose status word `status` says it is small, or NULL when the
  * span's bookkeeping does not vouch for a block starting exactly there. The caller has proved that the

@@ -172,7 +172,11 @@ enum FastMM_EventKind {
     FastMM_EventInvalidQuery = 5,        /* a size query on an invalid pointer */
     FastMM_EventOutOfMemory = 6,         /* the OS refused memory */
     FastMM_EventMemoryLimitExceeded = 7, /* a request would pass the memory usage limit */
-    FastMM_EventInvalidArgument = 8      /* a bad argument to a tuning function */
+    FastMM_EventInvalidArgument = 8,     /* a bad argument to a tuning function */
+    FastMM_EventDebugBlockHeaderCorrupted = 9,  /* a debug block's header checksum does not match */
+    FastMM_EventDebugBlockFooterCorrupted = 10, /* a debug block's footer checksum does not match (overrun) */
+    FastMM_EventFreedBlockModified = 11,        /* a freed debug block was written to after the free */
+    FastMM_EventVirtualCallOnFreedObject = 12   /* a virtual method was called through a freed object */
 };
 
 typedef struct FastMM_Event {
@@ -202,6 +206,46 @@ FM5_API int FM5_CALL FastMM_SetEventLogFilename(const char *utf8_path);
 FM5_API const char *FM5_CALL FastMM_GetEventLogFilename(void);
 /* Deletes the event log file. Returns 1 if it was deleted, 0 if not (for example, it did not exist). */
 FM5_API int FM5_CALL FastMM_DeleteEventLogFile(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Debug mode: every block allocated while it is active carries a 64-byte header (size, allocation
+ * number and group, thread, checksums) and a footer (checksum, allocation and free stack traces), is
+ * filled with $90 when allocated and $80 when freed, and is checked when freed, reallocated and reused.
+ * Blocks allocated in one mode keep working in the other.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Enter and Exit adjust a counter, always, even when they report failure: calls must be balanced.
+ * Debug mode is active while the counter is above zero. Each returns FastMM_DebugModeActive(). */
+FM5_API int FM5_CALL FastMM_EnterDebugMode(void);
+FM5_API int FM5_CALL FastMM_ExitDebugMode(void);
+FM5_API int FM5_CALL FastMM_DebugModeActive(void);
+
+enum FastMM_DebugModeOption {
+    FastMM_DebugNeverFreeSmallBlockSpans = 1,   /* keep freed small blocks in place for checking (default) */
+    FastMM_DebugNeverMergeFreeMediumBlocks = 2, /* keep freed medium blocks apart for checking (default) */
+    FastMM_DebugNoFillPatterns = 4,             /* skip the $90/$80 fills and the freed-block check */
+    FastMM_DebugNoChecksums = 8                 /* skip header and footer checksums */
+};
+/* Options apply to operations from now on. Set returns 0, or -1 for an unknown bit. */
+FM5_API int FM5_CALL FastMM_SetDebugModeOptions(unsigned options);
+FM5_API unsigned FM5_CALL FastMM_GetDebugModeOptions(void);
+
+/* Stack-trace depth recorded per allocation and per free: 0 to 64 (default 20). Returns 0, or -1 for
+ * a depth over 64. Applies to blocks allocated from now on. */
+FM5_API int FM5_CALL FastMM_SetDebugModeStackTraceEntryCount(unsigned count);
+FM5_API unsigned FM5_CALL FastMM_GetDebugModeStackTraceEntryCount(void);
+
+/* Allocation numbers count debug-mode allocations from 1. A block whose number equals the break
+ * number calls DebugBreak when it is allocated (0: never). The group is stored in every new block. */
+FM5_API unsigned FM5_CALL FastMM_GetLastAllocationNumber(void);
+FM5_API void FM5_CALL FastMM_SetBreakOnAllocationNumber(unsigned number);
+FM5_API void FM5_CALL FastMM_SetCurrentAllocationGroup(unsigned group);
+FM5_API unsigned FM5_CALL FastMM_GetCurrentAllocationGroup(void);
+
+/* Checks every debug block, live and freed: checksums, and the fill pattern of freed ones. Returns 1
+ * when all are intact and 0 when corruption was found (each corrupted block is reported as an
+ * event). Safe while other threads allocate and free. Cost: walks every block. */
+FM5_API int FM5_CALL FastMM_ScanDebugBlocksForCorruption(void);
 
 /* ------------------------------------------------------------------------------------------------
  * C standard family, with C semantics, for drop-in use

@@ -126,7 +126,7 @@ int fm5_large_free(void *user)
     fm5_large_header *header = fm5_large_header_of(user);
     fm5_large_manager *manager = header->manager;
     if (fm5_try_lock(&manager->locked)) {
-        if (header->status != FM5_STATUS_LARGE) {
+        if ((header->status & ~FM5_STATUS_HAS_DEBUG_INFO) != FM5_STATUS_LARGE) {
             fm5_unlock(&manager->locked);
             return -1;
         }
@@ -139,7 +139,9 @@ int fm5_large_free(void *user)
         release_chain(released);
         return 0;
     }
-    if (!fm5_cas_u16(&header->status, FM5_STATUS_LARGE, FM5_STATUS_LARGE | FM5_STATUS_PENDING_FREE))
+    uint16_t old = header->status;
+    if ((old & ~FM5_STATUS_HAS_DEBUG_INFO) != FM5_STATUS_LARGE ||
+        !fm5_cas_u16(&header->status, old, (uint16_t)(old | FM5_STATUS_PENDING_FREE)))
         return -1;
     fm5_pending_push(&manager->pending_free_list, user);
     return 0;

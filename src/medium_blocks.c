@@ -9,6 +9,7 @@
 #include "optimization_strategy.h"
 #include "debug_options.h"
 #include "block_walk.h"
+#include "debug_blocks.h"
 #include <string.h>
 
 fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
@@ -132,9 +133,10 @@ static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_
 }
 
 /* Turns [user, user + size) into a free block, binned when big enough to be reused. */
-static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size)
+static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size,
+                            uint16_t debug_info)
 {
-    write_header(span, user, size, FM5_STATUS_MEDIUM | FM5_STATUS_FREE);
+    write_header(span, user, size, (uint16_t)(FM5_STATUS_MEDIUM | FM5_STATUS_FREE | debug_info));
     *(uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) = (uint32_t)size;
     fm5_medium_header_of(user + size)->previous_block_is_free = 1;
     if (size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
@@ -173,7 +175,7 @@ static void retire_feed_span(fm5_medium_manager *manager)
     }
     mark_block_start(span, start);
     fm5_medium_header_of(start)->previous_block_is_free = 0;
-    make_free_block(manager, span, start, remainder);
+    make_free_block(manager, span, start, remainder, 0);
 }
 
 static int add_feed_span(fm5_medium_manager *manager)
@@ -223,13 +225,24 @@ static void *take_from_feed(fm5_medium_manager *manager, size_t size)
 
 static void *take_from_bins(fm5_medium_manager *manager, size_t size)
 {
-    int bin = first_bin_with_block(manager, bin_for_free_block(size));
-    if (bin < 0)
-        return NULL;
-    char *user = (char *)manager->bins[bin];
-    size_t available = fm5_medium_block_size(user);
-    fm5_medium_span *span = fm5_medium_span_of(user);
-    bin_remove(manager, (fm5_medium_free_links *)user, available);
+    char *user;
+    size_t available;
+    fm5_medium_span *span;
+    for (;;) {
+        int bin = first_bin_with_block(manager, bin_for_free_block(size));
+        if (bin < 0)
+            return NULL;
+        user = (char *)manager->bins[bin];
+        available = fm5_medium_block_size(user);
+        span = fm5_medium_span_of(user);
+        bin_remove(manager, (fm5_medium_free_links *)user, available);
+        if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) ||
+            fm5_debug_freed_block_reusable(user, available - FM5_MEDIUM_HEADER_SIZE))
+            break;
+        /* A corrupted freed debug block stays out of circulation: marked in use, owned by nobody. */
+        write_header(span, user, available, FM5_STATUS_MEDIUM);
+        fm5_medium_header_of(user + available)->previous_block_is_free = 0;
+    }
     /* Split off any surplus, even one too small to bin: it can still merge with a neighbour later, and
      * the block's usable size then matches its request exactly. */
     if (available > size) {
@@ -237,7 +250,7 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size)
         char *tail = user + size;
         mark_block_start(span, tail);
         fm5_medium_header_of(tail)->previous_block_is_free = 0;
-        make_free_block(manager, span, tail, available - size);
+        make_free_block(manager, span, tail, available - size, 0);
     } else {
         write_header(span, user, available, FM5_STATUS_MEDIUM);
         fm5_medium_header_of(user + available)->previous_block_is_free = 0;
@@ -252,7 +265,7 @@ static void drain_pending_locked(fm5_medium_manager *manager)
     char *block = fm5_pending_take_all(&manager->pending_free_list);
     while (block) {
         char *next = *(char **)block;
-        fm5_medium_header_of(block)->status = FM5_STATUS_MEDIUM;
+        fm5_medium_header_of(block)->status &= (uint16_t)~FM5_STATUS_PENDING_FREE;
         free_locked(manager, block);
         block = next;
     }
@@ -324,7 +337,10 @@ static void free_locked(fm5_medium_manager *manager, char *user)
 {
     fm5_medium_span *span = fm5_medium_span_of(user);
     size_t size = fm5_medium_block_size(user);
-    int merge = !fm5_debug_never_merge_medium_blocks();
+    /* A freed debug block keeps its debug information so that it can be checked before reuse: it is
+     * never merged. Its neighbours merge only when they carry none. */
+    uint16_t debug_info = fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO;
+    int merge = !fm5_debug_never_merge_medium_blocks() && !debug_info;
 
     char *next = user + size;
     fm5_medium_header *next_header = fm5_medium_header_of(next);
@@ -335,8 +351,11 @@ static void free_locked(fm5_medium_manager *manager, char *user)
         clear_block_start(span, next);
         size += next_size;
     }
-    if (merge && fm5_medium_header_of(user)->previous_block_is_free) {
-        size_t previous_size = *(uint32_t *)(user - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t));
+    size_t previous_size = fm5_medium_header_of(user)->previous_block_is_free
+                               ? *(uint32_t *)(user - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t))
+                               : 0;
+    if (merge && previous_size &&
+        fm5_medium_header_of(user - previous_size)->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
         char *previous = user - previous_size;
         if (previous_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
             bin_remove(manager, (fm5_medium_free_links *)previous, previous_size);
@@ -345,7 +364,7 @@ static void free_locked(fm5_medium_manager *manager, char *user)
         size += previous_size;
     }
 
-    if (span == manager->feed_span && user == manager->feed_end) {
+    if (!debug_info && span == manager->feed_span && user == manager->feed_end) {
         /* Adjacent to the unfed space: give it back to the feed. */
         clear_block_start(span, user);
         manager->feed_end = user + size;
@@ -355,11 +374,12 @@ static void free_locked(fm5_medium_manager *manager, char *user)
             release_span(manager, span);
         return;
     }
-    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(manager)) {
+    if (!debug_info && user == span_area_start(span) && user + size == span_end(span) &&
+        !keep_empty_span(manager)) {
         release_span(manager, span);
         return;
     }
-    make_free_block(manager, span, user, size);
+    make_free_block(manager, span, user, size, debug_info);
 }
 
 int fm5_medium_free(void *user)
@@ -367,7 +387,7 @@ int fm5_medium_free(void *user)
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
     volatile uint16_t *status = &fm5_medium_header_of(user)->status;
     if (fm5_try_lock(&manager->locked)) {
-        if (*status != FM5_STATUS_MEDIUM) {
+        if ((*status & ~FM5_STATUS_HAS_DEBUG_INFO) != FM5_STATUS_MEDIUM) {
             fm5_unlock(&manager->locked);
             return -1;
         }
@@ -377,7 +397,9 @@ int fm5_medium_free(void *user)
         return 0;
     }
     /* Busy owner: queue the block. Marking it first makes a second free of it fail at once. */
-    if (!fm5_cas_u16(status, FM5_STATUS_MEDIUM, FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE))
+    uint16_t old = *status;
+    if ((old & ~FM5_STATUS_HAS_DEBUG_INFO) != FM5_STATUS_MEDIUM ||
+        !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_PENDING_FREE)))
         return -1;
     fm5_pending_push(&manager->pending_free_list, user);
     return 0;
@@ -432,7 +454,7 @@ static int grow_locked(fm5_medium_manager *manager, char *user, size_t new_user_
         char *tail = user + wanted;
         mark_block_start(span, tail);
         fm5_medium_header_of(tail)->previous_block_is_free = 0;
-        make_free_block(manager, span, tail, tail_size);
+        make_free_block(manager, span, tail, tail_size, 0);
     } else {
         fm5_medium_header_of(user + wanted)->previous_block_is_free = 0;
     }

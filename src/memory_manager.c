@@ -1,17 +1,22 @@
 /* FastMM5's core entry points: dispatch on the size (GetMem) or on what the pointer is (FreeMem,
  * ReallocMem, size queries), and FastMM5's reallocation rules. */
 #include "fm5.h"
+#include "memory_manager.h"
 #include "block_identity.h"
 #include "small_blocks.h"
 #include "medium_blocks.h"
 #include "large_blocks.h"
 #include "events.h"
+#include "debug_mode.h"
+#include "debug_blocks.h"
+#include "block_status.h"
 #include <string.h>
 
 #define SMALL_UPSIZE_ADDER 32u
 #define SMALL_DOWNSIZE_CHECK_ADDER 64u
 
-void *FM5_CALL FastMM_GetMem(size_t size)
+/* GetMem without debug mode: the size picks the manager. */
+FM5_INLINE void *release_get_mem(size_t size)
 {
     if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
         return fm5_small_get_mem(size);
@@ -20,9 +25,23 @@ void *FM5_CALL FastMM_GetMem(size_t size)
     return fm5_large_get_mem(size);
 }
 
+void *fm5_release_get_mem(size_t size)
+{
+    return release_get_mem(size);
+}
+
+void *FM5_CALL FastMM_GetMem(size_t size)
+{
+    if (FM5_UNLIKELY(fm5_debug_mode_active))
+        return fm5_debug_get_mem(size, 0);
+    return release_get_mem(size);
+}
+
 void *FM5_CALL FastMM_AllocMem(size_t size)
 {
-    void *p = FastMM_GetMem(size);
+    if (FM5_UNLIKELY(fm5_debug_mode_active))
+        return fm5_debug_get_mem(size, 1);
+    void *p = release_get_mem(size);
     /* Large blocks come straight from VirtualAlloc, which zero-fills. */
     if (p && size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
         memset(p, 0, size);
@@ -38,9 +57,33 @@ static int release_live_block(void *p, enum fm5_block_identity identity, const f
         return fm5_medium_free(p);
     case FM5_LIVE_LARGE_BLOCK:
         return fm5_large_free(p);
+    case FM5_LIVE_DEBUG_BLOCK:
+        return fm5_debug_free_mem(p);
     default:
         return -1;
     }
+}
+
+/* Releases an ordinary block that fm5 itself holds (a debug block's outer block). */
+int fm5_release_free_mem(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity == FM5_LIVE_DEBUG_BLOCK || release_live_block(p, identity, &facts) != 0) {
+        fm5_event_report(FastMM_EventInvalidFree, p, 0, "an internal block could not be released");
+        return -1;
+    }
+    return 0;
+}
+
+/* A freed block: with its history when it was a debug block whose outer block is still readable. */
+static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
+{
+    if (*fm5_status_word(p) == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE) && facts->owner &&
+        facts->outer_identity == FM5_FREED_BLOCK)
+        fm5_debug_report_freed_block_misuse(kind, p);
+    else
+        fm5_event_report(kind, p, 0, "the block is already free");
 }
 
 /* Everything but a live small block, and every failure, with its event. */
@@ -48,12 +91,14 @@ static FM5_NOINLINE int free_mem_slow(void *p)
 {
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_free_mem(p);
     if (FM5_LIKELY(identity >= FM5_LIVE_SMALL_BLOCK) && FM5_LIKELY(release_live_block(p, identity, &facts) == 0))
         return 0;
     if (identity == FM5_NOT_A_BLOCK)
         fm5_event_report(FastMM_EventInvalidFree, p, 0, facts.problem);
     else
-        fm5_event_report(FastMM_EventDoubleFree, p, 0, "the block is already free");
+        report_freed_block(FastMM_EventDoubleFree, p, &facts);
     return -1;
 }
 
@@ -73,16 +118,8 @@ int FM5_CALL FastMM_FreeMem(void *p)
 
 static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
 {
-    switch (identity) {
-    case FM5_LIVE_SMALL_BLOCK:
-        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
-    case FM5_LIVE_MEDIUM_BLOCK:
-        return fm5_medium_block_size(p) - FM5_MEDIUM_HEADER_SIZE;
-    case FM5_LIVE_LARGE_BLOCK:
-        return fm5_large_header_of(p)->block_size - FM5_LARGE_HEADER_SIZE;
-    default:
-        return 0;
-    }
+    size_t usable = fm5_live_block_usable_size(p, identity, facts);
+    return identity == FM5_LIVE_DEBUG_BLOCK ? fm5_debug_maximum_user_size(p, usable) : usable;
 }
 
 /* Moves the block: the old one is released only once the new one exists. */
@@ -90,10 +127,10 @@ static void *move_block(void *p, enum fm5_block_identity identity, const fm5_blo
                         size_t new_size, size_t preferred_size, size_t bytes_to_copy)
 {
     size_t obtained_size = preferred_size;
-    void *q = FastMM_GetMem(preferred_size);
+    void *q = release_get_mem(preferred_size);
     if (!q && preferred_size != new_size) {
         obtained_size = new_size;
-        q = FastMM_GetMem(new_size);
+        q = release_get_mem(new_size);
     }
     if (!q)
         return NULL;
@@ -113,10 +150,14 @@ void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size)
         if (identity == FM5_NOT_A_BLOCK)
             fm5_event_report(FastMM_EventInvalidRealloc, p, new_size, facts.problem);
         else
-            fm5_event_report(FastMM_EventReallocOfFreedBlock, p, new_size, "the block is already free");
+            report_freed_block(FastMM_EventReallocOfFreedBlock, p, &facts);
         return NULL;
     }
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_realloc_mem(p, new_size);
     size_t available = usable_size(p, identity, &facts);
+    if (FM5_UNLIKELY(fm5_debug_mode_active))
+        return fm5_debug_realloc_ordinary(p, available, new_size);
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
         if (new_size <= available) {
@@ -162,6 +203,8 @@ size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity == FM5_LIVE_LARGE_BLOCK)
         return fm5_large_header_of(p)->user_size;
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_current_user_size(p);
     return FastMM_BlockMaximumUserBytes(p);
 }
 

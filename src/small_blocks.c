@@ -6,6 +6,7 @@
 #include "pending_free_list.h"
 #include "debug_options.h"
 #include "block_walk.h"
+#include "debug_blocks.h"
 
 fm5_small_manager fm5_small_managers[FM5_SMALL_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
 size_t fm5_small_contention_count;
@@ -119,20 +120,34 @@ static void *reuse_locked(fm5_small_manager *manager)
 {
     char *pending = fm5_pending_take_all(&manager->pending_free_list);
     if (pending) {
-        free_pending_chain(manager, *(char **)pending);
-        *fm5_status_word(pending) &= (uint16_t)~FM5_STATUS_FREE;
-        return pending;
+        /* The first queued block is handed out at once unless it must be checked first. */
+        char *rest = *(char **)pending;
+        if (!(*fm5_status_word(pending) & FM5_STATUS_HAS_DEBUG_INFO)) {
+            free_pending_chain(manager, rest);
+            *fm5_status_word(pending) &= (uint16_t)~FM5_STATUS_FREE;
+            return pending;
+        }
+        free_pending_chain(manager, pending);
     }
-    fm5_small_span *span = manager->first_partially_free;
-    if (span == partial_list_sentinel(manager))
-        return NULL;
-    char *user = span->first_free_block;
-    span->first_free_block = *(void **)user;
-    span->blocks_in_use++;
-    if (!span->first_free_block)
-        unlink_partial(span);
-    *fm5_status_word(user) &= (uint16_t)~FM5_STATUS_FREE;
-    return user;
+    for (;;) {
+        fm5_small_span *span = manager->first_partially_free;
+        if (span == partial_list_sentinel(manager))
+            return NULL;
+        char *user = span->first_free_block;
+        span->first_free_block = *(void **)user;
+        span->blocks_in_use++;
+        if (!span->first_free_block)
+            unlink_partial(span);
+        volatile uint16_t *status = fm5_status_word(user);
+        if (!(*status & FM5_STATUS_HAS_DEBUG_INFO) ||
+            fm5_debug_freed_block_reusable(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE)) {
+            *status &= (uint16_t)~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO);
+            return user;
+        }
+        /* A corrupted freed debug block stays out of circulation: counted in use, on no list, and no
+         * longer marked as a debug block so that scans pass it by. */
+        *status &= (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO;
+    }
 }
 
 static void *new_span_locked(fm5_small_manager *manager)

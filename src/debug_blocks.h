@@ -1,0 +1,27 @@
+/* Debug blocks: creating, checking, releasing and resizing them, reporting on them, and scanning them
+ * all. A debug block is a sub-block at the start of an ordinary (outer) block that carries HasDebugInfo. */
+#ifndef FM5_DEBUG_BLOCKS_H
+#define FM5_DEBUG_BLOCKS_H
+
+#include "platform.h"
+
+/* A new debug block, filled with $90 (or zeroed when `zeroed`), or NULL. */
+void *fm5_debug_get_mem(size_t user_size, int zeroed);
+/* For a live debug block (status 32). Returns 0, or -1 after reporting corruption. */
+int fm5_debug_free_mem(void *user);
+/* For a live debug block; NULL (old block intact) on failure or corruption. */
+void *fm5_debug_realloc_mem(void *user, size_t new_size);
+/* Moves a live ordinary block into a new debug block (debug mode is active). */
+void *fm5_debug_realloc_ordinary(void *p, size_t available, size_t new_size);
+size_t fm5_debug_current_user_size(const void *user);
+/* What the block could hold in place, given what its outer block holds after the header. */
+size_t fm5_debug_maximum_user_size(const void *user, size_t outer_usable_after_header);
+/* Reports a free or reallocation of the freed debug block at `user`, with its history. */
+void fm5_debug_report_freed_block_misuse(int kind, const void *user);
+
+/* Called by a release manager, under its lock, before it hands out a freed block whose status says
+ * HasDebugInfo. `outer` is the block, `outer_usable` what it holds. Returns 1 if the block is intact
+ * and may be reused; 0 if it is corrupted (reported once) and must be kept out of circulation. */
+int fm5_debug_freed_block_reusable(void *outer, size_t outer_usable);
+
+#endif

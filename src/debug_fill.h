@@ -1,0 +1,16 @@
+/* The fill patterns of debug blocks: 0x90 over a block as it is handed out, so that code reading memory
+ * it never wrote sees a recognisable value, and 0x80 over a block as it is freed (with the freed-object
+ * marker in its first pointer), so that a later write through a dangling pointer can be detected when the
+ * block is reused (debug_freed_check.h). */
+#ifndef FM5_DEBUG_FILL_H
+#define FM5_DEBUG_FILL_H
+
+#include "platform.h"
+
+/* Both take the user data of a debug block: any address, `size` bytes, nothing outside is written. The
+ * freed fill's marker slot is written with memcpy, so even it assumes no alignment (debug blocks give
+ * pointer alignment, which keeps its 8-byte stores aligned). */
+void fm5_debug_fill_allocated(void *user, size_t size);
+void fm5_debug_fill_freed(void *user, size_t size);
+
+#endif
