@@ -70,8 +70,11 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
 {
     void *outer = (char *)user - FM5_DEBUG_HEADER_SIZE;
     /* The outer block must be an ordinary block: a chain of debug-looking words is not followed. */
-    if (fm5_granule_owner((uintptr_t)outer - 1) == FM5_GRANULE_NOT_OURS ||
-        (*fm5_status_word(outer) & (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_HAS_DEBUG_INFO)
+    if (fm5_granule_owner((uintptr_t)outer - 1) == FM5_GRANULE_NOT_OURS)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    unsigned outer_status = *fm5_status_word(outer);
+    if (!(outer_status & FM5_STATUS_HAS_DEBUG_INFO) ||
+        (!(outer_status & FM5_STATUS_SMALL) && (outer_status & FM5_STATUS_DEBUG_SUB_BLOCK)))
         return refuse(facts, "not the start of a block allocated by fm5");
     fm5_block_facts outer_facts;
     enum fm5_block_identity outer_identity = fm5_identify_block(outer, &outer_facts);

@@ -79,11 +79,11 @@ static enum integrity check_block(const fm5_debug_block_header *header, size_t o
     return INTACT;
 }
 
-static void capture_trace(fm5_debug_block_header *header, enum fm5_debug_trace trace, unsigned skip)
+static void capture_trace(fm5_debug_block_header *header, enum fm5_debug_trace trace)
 {
     unsigned entries = header->stack_trace_entry_count;
     void *frames[FM5_DEBUG_MAXIMUM_STACK_TRACE_ENTRIES];
-    fm5_capture_stack_trace(frames, entries, skip + 1);
+    fm5_capture_stack_trace(frames, entries, 0);
     uint8_t *footer = fm5_debug_footer(header);
     for (unsigned i = 0; i < entries; i++)
         fm5_debug_footer_store_trace_entry(footer, entries, trace, i, frames[i]);
@@ -226,7 +226,7 @@ static size_t outer_usable_size(void *outer)
     return fm5_live_block_usable_size(outer, identity, &facts);
 }
 
-static void *create(size_t user_size, unsigned skip)
+static void *create(size_t user_size)
 {
     unsigned entries = fm5_debug_stack_trace_depth;
     unsigned options = fm5_debug_options();
@@ -243,7 +243,7 @@ static void *create(size_t user_size, unsigned skip)
     header->flags = FM5_DEBUG_BLOCK_IN_USE;
     header->reserved_byte = (uint8_t)(((options & FastMM_DebugNoChecksums) ? BLOCK_WITHOUT_CHECKSUMS : 0) |
                                       ((options & FastMM_DebugNoFillPatterns) ? BLOCK_WITHOUT_FILL : 0));
-    capture_trace(header, FM5_DEBUG_ALLOCATION_TRACE, skip + 1);
+    capture_trace(header, FM5_DEBUG_ALLOCATION_TRACE);
     uint8_t *footer = fm5_debug_footer(header);
     for (unsigned i = 0; i < entries; i++)
         fm5_debug_footer_store_trace_entry(footer, entries, FM5_DEBUG_FREE_TRACE, i, NULL);
@@ -257,7 +257,7 @@ static void *create(size_t user_size, unsigned skip)
 
 void *fm5_debug_get_mem(size_t user_size, int zeroed)
 {
-    fm5_debug_block_header *header = create(user_size, 1);
+    fm5_debug_block_header *header = create(user_size);
     if (!header)
         return NULL;
     uint8_t *user = fm5_debug_user_data(header);
@@ -281,12 +281,12 @@ static int live_block_intact(void *user, size_t *outer_usable)
     return 0;
 }
 
-static int release(void *user, unsigned skip)
+static int release(void *user)
 {
     fm5_debug_block_header *header = fm5_debug_header_of(user);
     set_has_debug_info(header, 0);
     header->freed_by_thread = GetCurrentThreadId();
-    capture_trace(header, FM5_DEBUG_FREE_TRACE, skip + 1);
+    capture_trace(header, FM5_DEBUG_FREE_TRACE);
     if (header->user_size >= sizeof(void *))
         memcpy(&header->previously_used_by_class, user, sizeof(void *));
     if (!(header->reserved_byte & BLOCK_WITHOUT_FILL))
@@ -302,7 +302,7 @@ int fm5_debug_free_mem(void *user)
     size_t outer_usable;
     if (!live_block_intact(user, &outer_usable))
         return -1;
-    return release(user, 1);
+    return release(user);
 }
 
 void *fm5_debug_realloc_mem(void *user, size_t new_size)
@@ -322,7 +322,7 @@ void *fm5_debug_realloc_mem(void *user, size_t new_size)
         set_has_debug_info(header, 1);
         return user;
     }
-    fm5_debug_block_header *moved = create(new_size, 1);
+    fm5_debug_block_header *moved = create(new_size);
     if (!moved)
         return NULL;
     /* The block keeps its identity: allocation number, group, thread, tick and allocation trace. */
@@ -339,13 +339,13 @@ void *fm5_debug_realloc_mem(void *user, size_t new_size)
     memcpy(moved_user, user, header->user_size < new_size ? header->user_size : new_size);
     seal(moved);
     set_has_debug_info(moved, 1);
-    release(user, 1);
+    release(user);
     return moved_user;
 }
 
 void *fm5_debug_realloc_ordinary(void *p, size_t available, size_t new_size)
 {
-    fm5_debug_block_header *header = create(new_size, 1);
+    fm5_debug_block_header *header = create(new_size);
     if (!header)
         return NULL;
     uint8_t *user = fm5_debug_user_data(header);

@@ -2,11 +2,42 @@
  * DbgHelp (a Windows system DLL, loaded on first use) for symbol names. */
 #include "stack_trace.h"
 
+/* The address range of the module fm5 is linked into. Leading frames inside it are fm5's own calls:
+ * dropping them by address keeps traces right however the compiler inlined fm5's functions. A static
+ * build is part of the program's own module, so there only `skip` applies. */
+static uintptr_t own_module_start, own_module_end;
+
+static void find_own_module(void)
+{
+#ifndef FM5_STATIC
+    HMODULE module = NULL;
+    if (GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                           (LPCWSTR)(void *)find_own_module, &module) && module) {
+        const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
+        const IMAGE_NT_HEADERS *nt = (const IMAGE_NT_HEADERS *)((const char *)module + dos->e_lfanew);
+        own_module_end = (uintptr_t)module + nt->OptionalHeader.SizeOfImage;
+    }
+    own_module_start = (uintptr_t)module;
+#endif
+}
+
 unsigned fm5_capture_stack_trace(void **frames, unsigned count, unsigned skip)
 {
     if (count > FM5_MAXIMUM_STACK_TRACE_DEPTH)
         count = FM5_MAXIMUM_STACK_TRACE_DEPTH;
-    unsigned captured = count ? RtlCaptureStackBackTrace(skip + 1, count, frames, NULL) : 0;
+    unsigned captured = 0;
+    if (count) {
+        if (!own_module_end)
+            find_own_module();
+        void *raw[FM5_MAXIMUM_STACK_TRACE_DEPTH + 32];
+        unsigned available = RtlCaptureStackBackTrace(skip + 1, count + 32, raw, NULL);
+        unsigned first = 0;
+        while (first < available && (uintptr_t)raw[first] >= own_module_start &&
+               (uintptr_t)raw[first] < own_module_end)
+            first++;
+        for (; first < available && captured < count; first++)
+            frames[captured++] = raw[first];
+    }
     for (unsigned i = captured; i < count; i++)
         frames[i] = NULL;
     return captured;

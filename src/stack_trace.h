@@ -8,8 +8,9 @@
 
 #define FM5_MAXIMUM_STACK_TRACE_DEPTH 64u
 
-/* Fills frames[0..count) with the return addresses above the caller, skipping `skip` more frames;
- * unused entries are zeroed. Returns the number captured. Cheap: no allocation, no lock. */
+/* Fills frames[0..count) with the return addresses of the program's calls that led here: frames inside
+ * fm5's own module are left out, and `skip` more frames above the caller. Unused entries are zeroed.
+ * Returns the number captured. Cheap: no allocation, no lock. */
 unsigned fm5_capture_stack_trace(void **frames, unsigned count, unsigned skip);
 
 /* One line per non-zero frame: "    module.dll+0x1A2B  [symbol+0x10]". May load dbghelp.dll the first
