@@ -19,6 +19,12 @@
 /* A small block keeps (offset of its 64-byte line from the span)/64 in bits 3..15. */
 #define FM5_SMALL_OFFSET_SHIFT 3
 
+/* Small blocks keep their offset in the bits that mean "pending" for the others. */
+FM5_INLINE int fm5_status_is_pending_free(unsigned status)
+{
+    return !(status & FM5_STATUS_SMALL) && (status & FM5_STATUS_PENDING_FREE);
+}
+
 FM5_INLINE volatile uint16_t *fm5_status_word(const void *user)
 {
     return (volatile uint16_t *)user - 1;

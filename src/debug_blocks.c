@@ -91,6 +91,8 @@ static void capture_trace(fm5_debug_block_header *header, enum fm5_debug_trace t
 
 /* ---- reports ---------------------------------------------------------------------------------- */
 
+volatile int fm5_debug_reports_may_load_symbols = 1;
+
 static const char *event_name(int kind)
 {
     switch (kind) {
@@ -99,6 +101,7 @@ static const char *event_name(int kind)
     case FastMM_EventDebugBlockHeaderCorrupted: return "Debug block header corrupted";
     case FastMM_EventDebugBlockFooterCorrupted: return "Debug block footer corrupted";
     case FastMM_EventFreedBlockModified: return "Freed block modified";
+    case FastMM_EventMemoryLeak: return "Memory leak";
     default: return "Debug block event";
     }
 }
@@ -110,7 +113,7 @@ static void append_trace(fm5_text *text, const fm5_debug_block_header *header, e
     const uint8_t *footer = fm5_debug_footer(header);
     for (unsigned i = 0; i < entries; i++)
         frames[i] = fm5_debug_footer_load_trace_entry(footer, entries, trace, i);
-    fm5_append_stack_trace(text, frames, entries, 1);
+    fm5_append_stack_trace(text, frames, entries, fm5_debug_reports_may_load_symbols);
 }
 
 static void append_dump(fm5_text *text, const uint8_t *bytes, size_t size)
@@ -380,6 +383,11 @@ void fm5_debug_report_freed_block_misuse(int kind, const void *user)
                  kind == FastMM_EventDoubleFree ? "the block is already free" : "the block was freed before", NULL);
 }
 
+void fm5_debug_report_leaked_block(const void *user, size_t outer_usable)
+{
+    report_block(FastMM_EventMemoryLeak, user, outer_usable, "the block was never freed", NULL);
+}
+
 /* ---- reuse and scanning ----------------------------------------------------------------------- */
 
 static void mark_reported(fm5_debug_block_header *header)
@@ -423,7 +431,7 @@ static int scan_block(const fm5_walk_item *item, void *context)
     for (int attempt = 0; attempt < SCAN_RETRIES; attempt++) {
         if (!(*status & FM5_STATUS_HAS_DEBUG_INFO))
             return 0;
-        freed = item->is_free || (*status & FM5_STATUS_PENDING_FREE) || header->flags == FM5_DEBUG_BLOCK_FREED;
+        freed = item->is_free || fm5_status_is_pending_free(*status) || header->flags == FM5_DEBUG_BLOCK_FREED;
         problem = check_block(header, item->usable_size, freed);
         if (problem == INTACT || freed)
             break;

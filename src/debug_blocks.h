@@ -19,6 +19,11 @@ size_t fm5_debug_maximum_user_size(const void *user, size_t outer_usable_after_h
 /* Reports a free or reallocation of the freed debug block at `user`, with its history. */
 void fm5_debug_report_freed_block_misuse(int kind, const void *user);
 
+/* Reports a live debug block as leaked, with its history. */
+void fm5_debug_report_leaked_block(const void *user, size_t outer_usable);
+/* 0 while the DLL unloads: loading DbgHelp under the loader lock could deadlock. */
+extern volatile int fm5_debug_reports_may_load_symbols;
+
 /* Called by a release manager, under its lock, before it hands out a freed block whose status says
  * HasDebugInfo. `outer` is the block, `outer_usable` what it holds. Returns 1 if the block is intact
  * and may be reused; 0 if it is corrupted (reported once) and must be kept out of circulation. */

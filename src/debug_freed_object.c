@@ -19,7 +19,7 @@
 __attribute__((cold)) static void report_virtual_call_on_freed_object(unsigned virtual_method_index)
 {
     (void)virtual_method_index;
-    fm5_event_report(FastMM_EventInvalidArgument, NULL, 0, "a virtual method was called on a freed object");
+    fm5_event_report(FastMM_EventVirtualCallOnFreedObject, NULL, 0, "a virtual method was called on a freed object");
 }
 
 fm5_freed_object_call_handler fm5_freed_object_call_hook = report_virtual_call_on_freed_object;

@@ -25,6 +25,12 @@ static const char *kind_name(int kind)
     case FastMM_EventOutOfMemory: return "Out of memory";
     case FastMM_EventMemoryLimitExceeded: return "Memory usage limit exceeded";
     case FastMM_EventInvalidArgument: return "Invalid argument";
+    case FastMM_EventDebugBlockHeaderCorrupted: return "Debug block header corrupted";
+    case FastMM_EventDebugBlockFooterCorrupted: return "Debug block footer corrupted";
+    case FastMM_EventFreedBlockModified: return "Freed block modified";
+    case FastMM_EventVirtualCallOnFreedObject: return "Virtual method called on a freed object";
+    case FastMM_EventMemoryLeak: return "Memory leak";
+    case FastMM_EventDebugModeReport: return "Debug mode report";
     default: return "Event";
     }
 }

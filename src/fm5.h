@@ -176,7 +176,9 @@ enum FastMM_EventKind {
     FastMM_EventDebugBlockHeaderCorrupted = 9,  /* a debug block's header checksum does not match */
     FastMM_EventDebugBlockFooterCorrupted = 10, /* a debug block's footer checksum does not match (overrun) */
     FastMM_EventFreedBlockModified = 11,        /* a freed debug block was written to after the free */
-    FastMM_EventVirtualCallOnFreedObject = 12   /* a virtual method was called through a freed object */
+    FastMM_EventVirtualCallOnFreedObject = 12,  /* a virtual method was called through a freed object */
+    FastMM_EventMemoryLeak = 13,                /* one leaked block, or the summary of a leak report */
+    FastMM_EventDebugModeReport = 14            /* other debug-mode output, such as a state log */
 };
 
 typedef struct FastMM_Event {
@@ -246,6 +248,27 @@ FM5_API unsigned FM5_CALL FastMM_GetCurrentAllocationGroup(void);
  * when all are intact and 0 when corruption was found (each corrupted block is reported as an
  * event). Safe while other threads allocate and free. Cost: walks every block. */
 FM5_API int FM5_CALL FastMM_ScanDebugBlocksForCorruption(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Leaks
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Blocks the program means to leave allocated: by address, or `count` blocks of at least `size`
+ * bytes. Register returns 0, or -1 when the table (1024 entries) is full; Unregister returns 0, or -1
+ * when there was no such entry. */
+FM5_API int FM5_CALL FastMM_RegisterExpectedMemoryLeak(void *p);
+FM5_API int FM5_CALL FastMM_UnregisterExpectedMemoryLeak(void *p);
+FM5_API int FM5_CALL FastMM_RegisterExpectedMemoryLeakBySize(size_t size, unsigned count);
+FM5_API int FM5_CALL FastMM_UnregisterExpectedMemoryLeakBySize(size_t size, unsigned count);
+
+/* Reports every live block that is not an expected leak: one FastMM_EventMemoryLeak event per block
+ * (debug blocks with their allocation number and stack trace), then one summary event that counts the
+ * leaks by size. Returns the number of leaked blocks. Cost: walks every block. */
+FM5_API size_t FM5_CALL FastMM_ReportMemoryLeaks(void);
+/* Whether the DLL reports leaks when it unloads (off by default; FM5_DEBUG=1 or FM5_LEAK_REPORT=1 in
+ * the environment turns it on). */
+FM5_API void FM5_CALL FastMM_SetReportMemoryLeaksOnShutdown(int report);
+FM5_API int FM5_CALL FastMM_GetReportMemoryLeaksOnShutdown(void);
 
 /* ------------------------------------------------------------------------------------------------
  * C standard family, with C semantics, for drop-in use

@@ -6,6 +6,8 @@
 #include "medium_blocks.h"
 #include "large_blocks.h"
 #include "os_memory.h"
+#include "environment_settings.h"
+#include "leak_report.h"
 
 static volatile int32_t initialized;
 
@@ -18,6 +20,7 @@ void fm5_initialize(void)
     fm5_small_initialize();
     fm5_medium_initialize();
     fm5_large_initialize();
+    fm5_apply_environment_settings();
 }
 
 #ifndef FM5_STATIC
@@ -27,6 +30,8 @@ BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
     (void)reserved;
     if (reason == DLL_PROCESS_ATTACH)
         fm5_initialize();
+    else if (reason == DLL_PROCESS_DETACH)
+        fm5_report_leaks_at_shutdown();
     return TRUE;
 }
 #endif

@@ -360,7 +360,7 @@ static void freed_object_table(void)
     fm5_freed_object_call_hook = saved;
     CHECK_EQ_INT(class_pointer[74](), 0);
     CHECK_EQ_INT(reported_events, 1);
-    CHECK_EQ_INT(reported_kind, FastMM_EventInvalidArgument);
+    CHECK_EQ_INT(reported_kind, FastMM_EventVirtualCallOnFreedObject);
     CHECK(reported_detail != NULL && strstr(reported_detail, "freed object") != NULL);
     fm5_freed_object_call_hook = NULL;
     CHECK_EQ_INT(class_pointer[0](), 0);

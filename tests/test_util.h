@@ -921,4 +921,329 @@ static inline unsigned long long tu_ms(void)
     return (unsigned long long)GetTickCount64();
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Debug blocks, as fm5.h and FastMM5 lay them out
+ *
+ * The tests' own reading of the layout, written from the specification rather than taken from
+ * src/debug_block.h, so that a field that moves there shows up here as a failure:
+ *     header (64 bytes, at user - 64) | user data | footer (unaligned):
+ *     u32 checksum | allocation trace [N pointers] | free trace [N pointers] | u32 reserved
+ * ---------------------------------------------------------------------------------------------- */
+
+#define TU_DEBUG_HEADER_SIZE 64u
+#if TU_WIN64
+#define TU_DEBUG_CHECKSUM_OFFSET 20u
+#define TU_DEBUG_TICK_OFFSET 24u
+#define TU_DEBUG_NUMBER_OFFSET 28u
+#define TU_DEBUG_USER_SIZE_OFFSET 32u
+#define TU_DEBUG_PREVIOUS_CLASS_OFFSET 40u
+#else
+#define TU_DEBUG_CHECKSUM_OFFSET 28u
+#define TU_DEBUG_TICK_OFFSET 32u
+#define TU_DEBUG_NUMBER_OFFSET 36u
+#define TU_DEBUG_USER_SIZE_OFFSET 40u
+#define TU_DEBUG_PREVIOUS_CLASS_OFFSET 44u
+#endif
+#define TU_DEBUG_GROUP_OFFSET 48u
+#define TU_DEBUG_ALLOCATED_BY_OFFSET 52u
+#define TU_DEBUG_FREED_BY_OFFSET 56u
+#define TU_DEBUG_ENTRY_COUNT_OFFSET 61u
+#define TU_DEBUG_FLAGS_OFFSET 62u
+
+#define TU_DEBUG_IN_USE 32u  /* the flags, which are also the status word before the user pointer */
+#define TU_DEBUG_FREED 33u
+#define TU_DEBUG_ALLOCATED_FILL 0x90u
+#define TU_DEBUG_FREED_FILL 0x80u
+/* A freed block at least this big gets the freed-object marker in its first pointer. */
+#define TU_DEBUG_FREED_OBJECT_MINIMUM_SIZE (2u * (unsigned)sizeof(void *))
+#define TU_DEBUG_DEFAULT_DEPTH 20u
+#define TU_DEBUG_MAXIMUM_DEPTH 64u
+#define TU_DEBUG_DEFAULT_OPTIONS (FastMM_DebugNeverFreeSmallBlockSpans | FastMM_DebugNeverMergeFreeMediumBlocks)
+
+static inline uint8_t *tu_debug_header(const void *user)
+{
+    return (uint8_t *)user - TU_DEBUG_HEADER_SIZE;
+}
+
+/* Header fields are read and written through memcpy: a test also points these at corrupted blocks. */
+static inline uint32_t tu_debug_header_u32(const void *user, unsigned offset)
+{
+    uint32_t v;
+    memcpy(&v, tu_debug_header(user) + offset, sizeof v);
+    return v;
+}
+
+static inline void tu_debug_set_header_u32(void *user, unsigned offset, uint32_t v)
+{
+    memcpy(tu_debug_header(user) + offset, &v, sizeof v);
+}
+
+static inline size_t tu_debug_user_size(const void *user)
+{
+    size_t v;
+    memcpy(&v, tu_debug_header(user) + TU_DEBUG_USER_SIZE_OFFSET, sizeof v);
+    return v;
+}
+
+static inline unsigned tu_debug_entry_count(const void *user)
+{
+    return tu_debug_header(user)[TU_DEBUG_ENTRY_COUNT_OFFSET];
+}
+
+static inline unsigned tu_debug_flags(const void *user)
+{
+    uint16_t v;
+    memcpy(&v, tu_debug_header(user) + TU_DEBUG_FLAGS_OFFSET, sizeof v);
+    return v;
+}
+
+/* The 16-bit status word fm5 keeps before every block it hands out. */
+static inline unsigned tu_status_word(const void *p)
+{
+    uint16_t v;
+    memcpy(&v, (const uint8_t *)p - 2, sizeof v);
+    return v;
+}
+
+/* A live debug block: its status word is the debug sub-block value (no other block kind has it). */
+static inline int tu_is_debug_block(const void *p)
+{
+    return tu_status_word(p) == TU_DEBUG_IN_USE;
+}
+
+static inline const void *tu_debug_previous_class(const void *user)
+{
+    const void *v;
+    memcpy(&v, tu_debug_header(user) + TU_DEBUG_PREVIOUS_CLASS_OFFSET, sizeof v);
+    return v;
+}
+
+/* 0xFFFFFFFF XOR every 32-bit word after the checksum field up to the end of the header. */
+static inline uint32_t tu_debug_expected_header_checksum(const void *user)
+{
+    uint32_t sum = 0xFFFFFFFFu;
+    for (unsigned offset = TU_DEBUG_CHECKSUM_OFFSET + 4; offset < TU_DEBUG_HEADER_SIZE; offset += 4)
+        sum ^= tu_debug_header_u32(user, offset);
+    return sum;
+}
+
+static inline uint8_t *tu_debug_footer(const void *user)
+{
+    return (uint8_t *)user + tu_debug_user_size(user);
+}
+
+static inline size_t tu_debug_footer_size(unsigned entries)
+{
+    return 2u * (size_t)entries * sizeof(void *) + 8u;
+}
+
+static inline uint32_t tu_debug_stored_footer_checksum(const void *user)
+{
+    uint32_t v;
+    memcpy(&v, tu_debug_footer(user), sizeof v);
+    return v;
+}
+
+/* 0xFFFFFFFF XOR the 32-bit words of both stack traces. */
+static inline uint32_t tu_debug_expected_footer_checksum(const void *user)
+{
+    const uint8_t *traces = tu_debug_footer(user) + 4;
+    size_t bytes = 2u * (size_t)tu_debug_entry_count(user) * sizeof(void *);
+    uint32_t sum = 0xFFFFFFFFu;
+    for (size_t offset = 0; offset < bytes; offset += 4) {
+        uint32_t word;
+        memcpy(&word, traces + offset, sizeof word);
+        sum ^= word;
+    }
+    return sum;
+}
+
+/* Entry `index` of the allocation trace (free_trace 0) or the free trace (free_trace 1). */
+static inline void *tu_debug_trace_entry(const void *user, int free_trace, unsigned index)
+{
+    unsigned entries = tu_debug_entry_count(user);
+    void *v;
+    memcpy(&v, tu_debug_footer(user) + 4 + ((size_t)(free_trace ? entries : 0) + index) * sizeof(void *), sizeof v);
+    return v;
+}
+
+/* Whether both stored checksums match the header and footer as they are. */
+static inline int tu_debug_checksums_match(const void *user)
+{
+    return tu_debug_header_u32(user, TU_DEBUG_CHECKSUM_OFFSET) == tu_debug_expected_header_checksum(user) &&
+           tu_debug_stored_footer_checksum(user) == tu_debug_expected_footer_checksum(user);
+}
+
+/* The byte a freed block of `size` bytes must hold at `offset`, given the freed-object marker: the
+ * marker's bytes in its first pointer when the block is big enough, 0x80 everywhere else (on Win32 the
+ * second dword of the 8-byte slot is fill too). */
+static inline uint8_t tu_debug_freed_byte(size_t size, size_t offset, const void *marker)
+{
+    if (size >= TU_DEBUG_FREED_OBJECT_MINIMUM_SIZE && offset < sizeof(void *)) {
+        uint8_t bytes[sizeof(void *)];
+        memcpy(bytes, &marker, sizeof bytes);
+        return bytes[offset];
+    }
+    return (uint8_t)TU_DEBUG_FREED_FILL;
+}
+
+/* The first offset of a freed block that does not hold the freed pattern, or SIZE_MAX. */
+static inline size_t tu_debug_freed_mismatch(const void *user, size_t size, const void *marker)
+{
+    const uint8_t *p = (const uint8_t *)user;
+    for (size_t i = 0; i < size; i++)
+        if (p[i] != tu_debug_freed_byte(size, i, marker))
+            return i;
+    return SIZE_MAX;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Event capture: every event with its whole text
+ *
+ * The recorder above keeps the last event's first 1 KB; a debug-block report (stack traces and a
+ * 256-byte dump) is longer, and a scan reports many blocks at once. The capture keeps up to
+ * TU_CAPTURE_MAX_EVENTS events and their texts in memory taken from the OS (never from fm5, and not
+ * at all until a test installs it), and still feeds the recorder, so tu_events_count() and the rest
+ * keep working.
+ * ---------------------------------------------------------------------------------------------- */
+
+#define TU_CAPTURE_MAX_EVENTS 8192u
+#define TU_CAPTURE_TEXT_BYTES (24u * 1024u * 1024u)
+
+typedef struct tu_captured_event {
+    int kind;
+    const void *pointer;
+    size_t size;
+    const char *text; /* NUL-terminated; cut short only when the text store is full */
+} tu_captured_event;
+
+typedef struct tu_capture_store {
+    tu_captured_event *events;
+    char *text;
+    volatile LONG count;   /* events stored */
+    volatile LONG dropped; /* events that found the store full */
+    size_t text_used;
+    volatile LONG lock;
+} tu_capture_store;
+
+static tu_capture_store tu_capture TU_UNUSED;
+
+/* Runs inside fm5, possibly with an arena lock held: it allocates nothing. */
+TU_UNUSED static void FM5_CALL tu_capture_callback(const FastMM_Event *event, void *user)
+{
+    tu_event_callback(event, user);
+    while (InterlockedCompareExchange(&tu_capture.lock, 1, 0) != 0)
+        SwitchToThread();
+    if (tu_capture.events && (ULONG)tu_capture.count < TU_CAPTURE_MAX_EVENTS) {
+        tu_captured_event *e = &tu_capture.events[tu_capture.count];
+        e->kind = event->Kind;
+        e->pointer = event->Pointer;
+        e->size = event->Size;
+        size_t room = TU_CAPTURE_TEXT_BYTES - tu_capture.text_used;
+        char *dst = tu_capture.text + tu_capture.text_used;
+        if (room > 0) {
+            tu_copy_text(dst, room, event->Text);
+            tu_capture.text_used += strlen(dst) + 1;
+            e->text = dst;
+        } else {
+            e->text = "";
+        }
+        InterlockedIncrement(&tu_capture.count);
+    } else {
+        InterlockedIncrement(&tu_capture.dropped);
+    }
+    InterlockedExchange(&tu_capture.lock, 0);
+}
+
+/* Forgets every captured event (and resets the recorder's counts). */
+static inline void tu_capture_reset(void)
+{
+    tu_events_reset();
+    while (InterlockedCompareExchange(&tu_capture.lock, 1, 0) != 0)
+        SwitchToThread();
+    tu_capture.count = 0;
+    tu_capture.dropped = 0;
+    tu_capture.text_used = 0;
+    InterlockedExchange(&tu_capture.lock, 0);
+}
+
+/* As tu_events_install, with the capture in front of the recorder. Returns 0 if the OS refused the
+ * memory (the recorder then works alone). */
+static inline int tu_capture_install(void)
+{
+    tu_disable_event_log();
+    if (!tu_capture.events) {
+        tu_capture.events = (tu_captured_event *)VirtualAlloc(
+            NULL, TU_CAPTURE_MAX_EVENTS * sizeof(tu_captured_event), MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        tu_capture.text = (char *)VirtualAlloc(NULL, TU_CAPTURE_TEXT_BYTES, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    }
+    tu_capture_reset();
+    if (!tu_capture.events || !tu_capture.text) {
+        FastMM_SetEventCallback(tu_event_callback, NULL);
+        return 0;
+    }
+    FastMM_SetEventCallback(tu_capture_callback, NULL);
+    return 1;
+}
+
+static inline size_t tu_capture_count(void)
+{
+    return (size_t)tu_capture.count;
+}
+
+static inline const tu_captured_event *tu_capture_event(size_t i)
+{
+    return i < (size_t)tu_capture.count ? &tu_capture.events[i] : NULL;
+}
+
+/* The first captured event about `pointer` of `kind` (any kind: 0), or NULL. */
+static inline const tu_captured_event *tu_capture_find(int kind, const void *pointer)
+{
+    for (size_t i = 0; i < (size_t)tu_capture.count; i++) {
+        const tu_captured_event *e = &tu_capture.events[i];
+        if ((kind == 0 || e->kind == kind) && e->pointer == pointer)
+            return e;
+    }
+    return NULL;
+}
+
+static inline const char *tu_debug_event_kind_name(int kind)
+{
+    switch (kind) {
+    case FastMM_EventDebugBlockHeaderCorrupted: return "DebugBlockHeaderCorrupted";
+    case FastMM_EventDebugBlockFooterCorrupted: return "DebugBlockFooterCorrupted";
+    case FastMM_EventFreedBlockModified: return "FreedBlockModified";
+    case FastMM_EventVirtualCallOnFreedObject: return "VirtualCallOnFreedObject";
+    default: return tu_event_kind_name(kind);
+    }
+}
+
+/* Copies the rest of the line that follows `label` in `text` (without the line break) into `out`.
+ * Returns 0 when `label` does not occur. */
+static inline int tu_text_line_after(const char *text, const char *label, char *out, size_t out_size)
+{
+    const char *at = text ? strstr(text, label) : NULL;
+    if (out_size)
+        out[0] = 0;
+    if (!at)
+        return 0;
+    at += strlen(label);
+    size_t n = strcspn(at, "\r\n");
+    if (out_size) {
+        if (n >= out_size)
+            n = out_size - 1;
+        memcpy(out, at, n);
+        out[n] = 0;
+    }
+    return 1;
+}
+
+/* The "offset(length)" list of a FreedBlockModified report, e.g. "50(1) 64(8)". */
+#define TU_MODIFIED_OFFSETS_LABEL "Modified bytes at offsets: "
+
+static inline int tu_modified_offsets(const char *text, char *out, size_t out_size)
+{
+    return tu_text_line_after(text, TU_MODIFIED_OFFSETS_LABEL, out, out_size);
+}
+
 #endif /* FM5_TEST_UTIL_H */
