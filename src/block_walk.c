@@ -1,5 +1,7 @@
 /* Walking every block, and the statistics computed from a walk. */
 #include "block_walk.h"
+#include "block_status.h"
+#include "debug_block.h"
 
 int fm5_walk_all(fm5_walk_visitor visitor, void *context, DWORD timeout_ms)
 {
@@ -27,7 +29,17 @@ static int visit_for_public_walk(const fm5_walk_item *item, void *context)
     if (item->is_unused || !(walk->kinds & item->kind) || (walk->used_only && item->is_free))
         return 0;
     FastMM_WalkBlockInfo info = { item->address, item->block_size, item->usable_size, item->kind, item->arena,
-                                  item->is_free };
+                                  item->is_free, 0, 0, 0 };
+    if ((item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)) &&
+        (*fm5_status_word(item->address) & FM5_STATUS_HAS_DEBUG_INFO)) {
+        const fm5_debug_block_header *header = item->address;
+        info.Address = fm5_debug_user_data(header);
+        info.IsDebugBlock = 1;
+        info.AllocationNumber = header->allocation_number;
+        info.AllocationGroup = header->allocation_group;
+        /* A corrupted size is not passed on as if it were usable. */
+        info.UsableSize = header->user_size <= item->usable_size - FM5_DEBUG_HEADER_SIZE ? header->user_size : 0;
+    }
     return walk->callback(&info, walk->user) != 0;
 }
 

@@ -38,9 +38,26 @@ static void publish_state(void)
 
 static fm5_lock mode_lock;
 
+/* On Win32 a pointer read from a fill pattern is 0x80808080 or 0x90909090, which could be mapped
+ * memory. Reserving the 64 KB around both without access (as FastMM5 does) makes a use of such a
+ * pointer fault instead of reading something. Win64 patterns are never user addresses. */
+static void reserve_fill_pattern_addresses(void)
+{
+#ifdef FM5_WIN32
+    static int reserved;
+    if (reserved)
+        return;
+    reserved = 1;
+    VirtualAlloc((void *)(uintptr_t)0x80800000u, 65536, MEM_RESERVE, PAGE_NOACCESS);
+    VirtualAlloc((void *)(uintptr_t)0x90900000u, 65536, MEM_RESERVE, PAGE_NOACCESS);
+#endif
+}
+
 static int adjust_counter(long delta)
 {
     fm5_lock_with_timeout(&mode_lock, INFINITE);
+    if (delta > 0)
+        reserve_fill_pattern_addresses();
     debug_mode_counter += delta;
     publish_state();
     int active = fm5_debug_mode_active;

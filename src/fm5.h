@@ -112,6 +112,10 @@ typedef struct FastMM_WalkBlockInfo {
     unsigned Kind;        /* one FastMM_BlockKind value */
     unsigned Arena;       /* arena index within its block kind */
     int IsFree;           /* 1 for free blocks (and unfed sequential-feed space) */
+    int IsDebugBlock;     /* 1 for a debug-mode block: Address is then its user address and UsableSize
+                             the size that was requested; BlockSize stays that of the whole block */
+    unsigned AllocationNumber;  /* debug blocks: the allocation number (0 otherwise) */
+    unsigned AllocationGroup;   /* debug blocks: the allocation group (0 otherwise) */
 } FastMM_WalkBlockInfo;
 
 /* Called once per block; return 0 to go on, non-zero to stop the walk. The callback runs while an
@@ -249,6 +253,17 @@ FM5_API unsigned FM5_CALL FastMM_GetCurrentAllocationGroup(void);
  * event). Safe while other threads allocate and free. Cost: walks every block. */
 FM5_API int FM5_CALL FastMM_ScanDebugBlocksForCorruption(void);
 
+/* Erase modes (counted: Begin and End nest). While "erase allocated" is active, every block that
+ * FastMM_GetMem returns outside debug mode is filled with $90 over its usable size; while "erase
+ * freed" is active, FastMM_FreeMem fills an ordinary block with $80 before releasing it. ReallocMem
+ * is not affected, as in FastMM5. End without Begin returns -1. */
+FM5_API void FM5_CALL FastMM_BeginEraseAllocatedBlockContent(void);
+FM5_API int FM5_CALL FastMM_EndEraseAllocatedBlockContent(void);
+FM5_API int FM5_CALL FastMM_EraseAllocatedBlockContentActive(void);
+FM5_API void FM5_CALL FastMM_BeginEraseFreedBlockContent(void);
+FM5_API int FM5_CALL FastMM_EndEraseFreedBlockContent(void);
+FM5_API int FM5_CALL FastMM_EraseFreedBlockContentActive(void);
+
 /* ------------------------------------------------------------------------------------------------
  * Leaks
  * ---------------------------------------------------------------------------------------------- */
@@ -265,6 +280,11 @@ FM5_API int FM5_CALL FastMM_UnregisterExpectedMemoryLeakBySize(size_t size, unsi
  * (debug blocks with their allocation number and stack trace), then one summary event that counts the
  * leaks by size. Returns the number of leaked blocks. Cost: walks every block. */
 FM5_API size_t FM5_CALL FastMM_ReportMemoryLeaks(void);
+/* Writes the live blocks grouped by size (largest total first), with totals, to a UTF-8 text file
+ * (NULL: the event log file), appending. Debug blocks count their requested size. Returns 0, or -1
+ * when the file cannot be written. Cost: walks every block. */
+FM5_API int FM5_CALL FastMM_LogStateToFile(const char *utf8_path);
+
 /* Whether the DLL reports leaks when it unloads (off by default; FM5_DEBUG=1 or FM5_LEAK_REPORT=1 in
  * the environment turns it on). */
 FM5_API void FM5_CALL FastMM_SetReportMemoryLeaksOnShutdown(int report);

@@ -9,6 +9,7 @@
 #include "events.h"
 #include "debug_mode.h"
 #include "debug_blocks.h"
+#include "erase_modes.h"
 #include "block_status.h"
 #include <string.h>
 
@@ -30,10 +31,23 @@ void *fm5_release_get_mem(size_t size)
     return release_get_mem(size);
 }
 
+static FM5_NOINLINE void *get_mem_diverted(size_t size)
+{
+    if (fm5_debug_mode_active)
+        return fm5_debug_get_mem(size, 0);
+    void *p = release_get_mem(size);
+    if (p && fm5_erase_allocated_active) {
+        fm5_block_facts facts;
+        enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+        memset(p, 0x90, fm5_live_block_usable_size(p, identity, &facts));
+    }
+    return p;
+}
+
 void *FM5_CALL FastMM_GetMem(size_t size)
 {
-    if (FM5_UNLIKELY(fm5_debug_mode_active))
-        return fm5_debug_get_mem(size, 0);
+    if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active))
+        return get_mem_diverted(size);
     return release_get_mem(size);
 }
 
@@ -93,6 +107,8 @@ static FM5_NOINLINE int free_mem_slow(void *p)
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity == FM5_LIVE_DEBUG_BLOCK)
         return fm5_debug_free_mem(p);
+    if (identity >= FM5_LIVE_SMALL_BLOCK && fm5_erase_freed_active)
+        memset(p, 0x80, fm5_live_block_usable_size(p, identity, &facts));
     if (FM5_LIKELY(identity >= FM5_LIVE_SMALL_BLOCK) && FM5_LIKELY(release_live_block(p, identity, &facts) == 0))
         return 0;
     if (identity == FM5_NOT_A_BLOCK)
@@ -104,7 +120,7 @@ static FM5_NOINLINE int free_mem_slow(void *p)
 
 int FM5_CALL FastMM_FreeMem(void *p)
 {
-    if (FM5_LIKELY(fm5_status_word_is_ours(p))) {
+    if (FM5_LIKELY(fm5_status_word_is_ours(p)) && FM5_LIKELY(!fm5_erase_freed_active)) {
         unsigned status = *fm5_status_word(p);
         if (FM5_LIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
                        FM5_STATUS_SMALL)) {
