@@ -1246,4 +1246,16 @@ static inline int tu_modified_offsets(const char *text, char *out, size_t out_si
     return tu_text_line_after(text, TU_MODIFIED_OFFSETS_LABEL, out, out_size);
 }
 
+/* The largest user sizes whose debug blocks (header and footer of `depth` entries included) are still
+ * small or medium blocks: a debug block's kind is the kind of the block that holds it. */
+static inline size_t tu_debug_max_small_user(unsigned depth)
+{
+    return TU_MAX_SMALL_USER - TU_DEBUG_HEADER_SIZE - tu_debug_footer_size(depth);
+}
+
+static inline size_t tu_debug_max_medium_user(unsigned depth)
+{
+    return TU_MAX_MEDIUM_USER - TU_DEBUG_HEADER_SIZE - tu_debug_footer_size(depth);
+}
+
 #endif /* FM5_TEST_UTIL_H */
