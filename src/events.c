@@ -11,6 +11,8 @@ static void *event_callback_user;
 static volatile unsigned log_to_file_events = ~0u;
 static volatile unsigned output_debug_string_events = ~0u;
 
+static volatile unsigned message_box_events;
+
 static fm5_lock log_lock;
 static char log_path[MAXIMUM_PATH_BYTES];   /* UTF-8; empty until first needed */
 
@@ -121,6 +123,26 @@ static void write_log(const char *text)
     fm5_unlock(&log_lock);
 }
 
+typedef int(WINAPI *message_box_fn)(HWND, LPCWSTR, LPCWSTR, UINT);
+
+/* Through LoadLibrary: the DLL imports only kernel32, and most programs never show a box. */
+static void show_message_box(const char *text)
+{
+    static WCHAR wide[16384];
+    static fm5_lock box_lock;
+    HMODULE user32 = LoadLibraryW(L"user32.dll");
+    message_box_fn message_box = user32 ? (message_box_fn)(void (*)(void))GetProcAddress(user32, "MessageBoxW") : NULL;
+    if (!message_box)
+        return;
+    fm5_lock_with_timeout(&box_lock, INFINITE);
+    if (!MultiByteToWideChar(CP_UTF8, 0, text, -1, wide, 16384))
+        lstrcpyW(wide, L"fm5: the event text could not be converted");
+    wide[16383] = 0;
+    message_box(NULL, wide, L"fm5 memory manager",
+                MB_OK | MB_ICONERROR | MB_TASKMODAL | MB_DEFAULT_DESKTOP_ONLY);
+    fm5_unlock(&box_lock);
+}
+
 void fm5_event_deliver(int kind, const void *pointer, size_t size, const char *text)
 {
     FastMM_EventCallback callback = event_callback;
@@ -133,6 +155,8 @@ void fm5_event_deliver(int kind, const void *pointer, size_t size, const char *t
         write_log(text);
     if (output_debug_string_events & bit)
         OutputDebugStringA(text);
+    if (message_box_events & bit)
+        show_message_box(text);
 }
 
 void fm5_event_report(int kind, const void *pointer, size_t size, const char *detail)
@@ -185,6 +209,16 @@ void FM5_CALL FastMM_SetOutputDebugStringEvents(unsigned mask)
 unsigned FM5_CALL FastMM_GetOutputDebugStringEvents(void)
 {
     return output_debug_string_events;
+}
+
+void FM5_CALL FastMM_SetMessageBoxEvents(unsigned mask)
+{
+    message_box_events = mask;
+}
+
+unsigned FM5_CALL FastMM_GetMessageBoxEvents(void)
+{
+    return message_box_events;
 }
 
 int FM5_CALL FastMM_SetEventLogFilename(const char *utf8_path)

@@ -203,6 +203,10 @@ FM5_API void FM5_CALL FastMM_SetLogToFileEvents(unsigned mask);
 FM5_API unsigned FM5_CALL FastMM_GetLogToFileEvents(void);
 FM5_API void FM5_CALL FastMM_SetOutputDebugStringEvents(unsigned mask);
 FM5_API unsigned FM5_CALL FastMM_GetOutputDebugStringEvents(void);
+/* Which events also show a message box (user32 is loaded on first use). Off (0) by default: a box
+ * stops the program until someone answers it. */
+FM5_API void FM5_CALL FastMM_SetMessageBoxEvents(unsigned mask);
+FM5_API unsigned FM5_CALL FastMM_GetMessageBoxEvents(void);
 
 /* The event log is UTF-8 text, appended to. The default is "<exe path without extension>_MemoryManager_
  * EventLog.txt", or the same name in the folder named by %FastMMLogFilePath% when that is set.
