@@ -14,6 +14,27 @@ int fm5_walk_all(fm5_walk_visitor visitor, void *context, DWORD timeout_ms)
     return large == FM5_WALK_COMPLETE && medium == FM5_WALK_COMPLETE ? FM5_WALK_COMPLETE : FM5_WALK_INCOMPLETE;
 }
 
+int fm5_walk_item_live_user_block(const fm5_walk_item *item, fm5_live_user_block *block)
+{
+    if (item->is_free || item->is_unused ||
+        !(item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)))
+        return 0;
+    uint16_t status = *fm5_status_word(item->address);
+    if (fm5_status_is_pending_free(status))
+        return 0;
+    block->user = item->address;
+    block->size = item->usable_size;
+    block->is_debug_block = (status & FM5_STATUS_HAS_DEBUG_INFO) != 0;
+    if (block->is_debug_block) {
+        const fm5_debug_block_header *header = item->address;
+        if (header->flags != FM5_DEBUG_BLOCK_IN_USE)
+            return 0;
+        block->user = fm5_debug_user_data(header);
+        block->size = header->user_size;
+    }
+    return 1;
+}
+
 /* ---- FastMM_WalkBlocks ------------------------------------------------------------------------ */
 
 typedef struct public_walk {

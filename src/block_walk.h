@@ -22,6 +22,17 @@ enum fm5_walk_result { FM5_WALK_COMPLETE = 1, FM5_WALK_INCOMPLETE = 0, FM5_WALK_
 
 int fm5_walk_all(fm5_walk_visitor visitor, void *context, DWORD timeout_ms);
 
+/* The block the program holds behind a walked item, if the item is a live block: for a debug block its
+ * user pointer and requested size, for an ordinary one its address and usable size. Returns 0 for
+ * spans, free, pending and unfed space, and debug blocks on their way to being freed. */
+typedef struct fm5_live_user_block {
+    const void *user;
+    size_t size;
+    int is_debug_block;
+} fm5_live_user_block;
+
+int fm5_walk_item_live_user_block(const fm5_walk_item *item, fm5_live_user_block *block);
+
 /* Per manager; each returns an fm5_walk_result. */
 int fm5_large_walk(fm5_walk_visitor visitor, void *context, DWORD timeout_ms);
 int fm5_medium_walk(fm5_walk_visitor visitor, void *context, DWORD timeout_ms);

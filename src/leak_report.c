@@ -3,8 +3,6 @@
 #include "leak_report.h"
 #include "expected_leaks.h"
 #include "block_walk.h"
-#include "block_status.h"
-#include "debug_block.h"
 #include "debug_blocks.h"
 #include "events.h"
 #include "text_builder.h"
@@ -49,27 +47,16 @@ static void count_size(leak_walk *walk, size_t size)
 static int visit(const fm5_walk_item *item, void *context)
 {
     leak_walk *walk = context;
-    if (item->is_free || item->is_unused ||
-        !(item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)))
+    fm5_live_user_block block;
+    if (!fm5_walk_item_live_user_block(item, &block))
         return 0;
-    uint16_t status = *fm5_status_word(item->address);
-    if (fm5_status_is_pending_free(status))
-        return 0;
-    const void *user = item->address;
-    size_t size = item->usable_size;
-    int debug = (status & FM5_STATUS_HAS_DEBUG_INFO) != 0;
-    if (debug) {
-        const fm5_debug_block_header *header = item->address;
-        if (header->flags != FM5_DEBUG_BLOCK_IN_USE)
-            return 0;
-        user = fm5_debug_user_data(header);
-        size = header->user_size;
-    }
+    const void *user = block.user;
+    size_t size = block.size;
     if (fm5_expected_leak_consume(expected, walk->expected_entries, user, size))
         return 0;
     walk->leaks++;
     count_size(walk, size);
-    if (debug) {
+    if (block.is_debug_block) {
         fm5_debug_report_leaked_block(user, item->usable_size);
     } else {
         fm5_event_report(FastMM_EventMemoryLeak, user, size,

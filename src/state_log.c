@@ -1,8 +1,6 @@
 /* FastMM_LogStateToFile: the live blocks grouped by size, written to a text file. */
 #include "fm5.h"
 #include "block_walk.h"
-#include "block_status.h"
-#include "debug_block.h"
 #include "text_builder.h"
 
 #define STATE_SIZES 4096
@@ -29,19 +27,10 @@ typedef struct state_walk {
 static int visit(const fm5_walk_item *item, void *context)
 {
     state_walk *walk = context;
-    if (item->is_free || item->is_unused ||
-        !(item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)))
+    fm5_live_user_block block;
+    if (!fm5_walk_item_live_user_block(item, &block))
         return 0;
-    uint16_t status = *fm5_status_word(item->address);
-    if (fm5_status_is_pending_free(status))
-        return 0;
-    size_t size = item->usable_size;
-    if (status & FM5_STATUS_HAS_DEBUG_INFO) {
-        const fm5_debug_block_header *header = item->address;
-        if (header->flags != FM5_DEBUG_BLOCK_IN_USE)
-            return 0;
-        size = header->user_size;
-    }
+    size_t size = block.size;
     walk->blocks++;
     walk->bytes += size;
     for (unsigned i = 0; i < walk->groups; i++) {
