@@ -27,9 +27,10 @@ build: setup
 test: setup
 	@scripts/run-tests.sh $(VARIANTS)
 
+# Benchmarks under Wine (scripts/bench.sh installs and builds first); options go to bench/run.py:
+#   make bench BENCH_ARGS="--arch win64 --workloads 'st_*' --compare heap,fm5"
 bench:
-	@echo "make bench: not implemented yet" >&2
-	@exit 1
+	@scripts/bench.sh $(BENCH_ARGS)
 
 # A wineserver still running would keep its prefix busy: stop it before deleting the tree.
 clean:

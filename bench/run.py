@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Benchmark runner of fm5: runs bench/fm5bench.exe under Wine, one fresh process per sample, and
+writes results.csv, results.md and ratios.png (see bench/report.py) into the output folder.
+
+Two modes:
+  broad table (default)  every selected workload with every allocator, in rounds that rotate the
+                         allocator order (A,B,C,D then B,C,D,A ...); fm5's paired gain over each
+                         peer, time_peer / time_fm5 - 1, from the samples of the same round.
+  --compare A,B          the seeds' paired comparison: A and B processes in alternation (A first
+                         in odd pairs), 3 warm-ups and 25 pairs by default; gain of B over A,
+                         time_A / time_B - 1.
+
+Usually started by scripts/bench.sh (`make bench BENCH_ARGS="..."`), which builds first.
+Standard library only (the chart needs matplotlib, see report.py)."""
+import argparse
+import csv
+import fnmatch
+import json
+import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, HERE)
+import report  # noqa: E402
+
+REPO = os.path.dirname(HERE)
+ARCHES = ("win32", "win64")
+DEFAULT_ALLOCATORS = "fm5,heap,msvcrt,ucrtbase"
+# Left out of the broad table unless named: they take minutes each.
+EXCLUDED_BY_DEFAULT = ("echo_server_500", "echo_server_1000")
+CSV_FIELDS = ["arch", "workload", "category", "allocator", "round", "ms", "ops", "peak_commit_kb",
+              "peak_ws_kb", "wall_s"]
+MIN_PAIRS = 3
+
+
+def log(message=""):
+    print(message, file=sys.stderr, flush=True)
+
+
+def duration(seconds):
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def is_fm5(spec):
+    return spec == "fm5" or spec.startswith("fm5:")
+
+
+class SampleError(Exception):
+    pass
+
+
+class Bench:
+    """Starts the benchmark program of one architecture; one call = one fresh process."""
+
+    def __init__(self, template, exe, timeout):
+        self.template = template
+        self.exe = exe
+        self.timeout = timeout
+
+    def command(self, arch, args):
+        if self.template:
+            return shlex.split(self.template.replace("{arch}", arch)) + args
+        return [os.path.join(REPO, "scripts", "wine-run.sh"), os.path.join("build", arch),
+                self.exe.replace("{arch}", arch)] + args
+
+    def run(self, arch, args):
+        command = self.command(arch, args)
+        try:
+            done = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise SampleError(f"timed out after {self.timeout:g} s")
+        except OSError as error:
+            raise SampleError(f"cannot start {command[0]}: {error}")
+        out = done.stdout.decode("utf-8", "replace").replace("\r", "")
+        err = done.stderr.decode("utf-8", "replace").replace("\r", "")
+        if done.returncode != 0:
+            lines = [line for line in err.splitlines() if line.startswith("ERROR")] or err.splitlines()[-3:]
+            raise SampleError(f"exit {done.returncode}: " + (" | ".join(lines) or "no message"))
+        return out
+
+    def list_workloads(self, arch):
+        out = self.run(arch, ["--list"])
+        workloads = []
+        for line in out.splitlines():
+            fields = line.split()
+            if len(fields) == 3 and fields[2].isdigit():
+                workloads.append({"name": fields[0], "category": fields[1], "threads": int(fields[2])})
+        if not workloads:
+            raise SampleError("--list printed no workload")
+        return workloads
+
+    def sample(self, arch, workload, allocator, scale):
+        args = ["--workload", workload, "--allocator", allocator]
+        if scale is not None:
+            args += ["--scale", repr(scale)]
+        started = time.monotonic()
+        out = self.run(arch, args)
+        wall = time.monotonic() - started
+        for line in out.splitlines():
+            if line.startswith("RESULT "):
+                # The allocator spec may hold anything: read only the numeric fields.
+                fields = dict(re.findall(r"\b(ms|ops|peak_commit_kb|peak_ws_kb)=(\S+)", line))
+                try:
+                    return {"ms": float(fields["ms"]), "ops": int(fields["ops"]),
+                            "peak_commit_kb": int(fields["peak_commit_kb"]),
+                            "peak_ws_kb": int(fields["peak_ws_kb"]), "wall_s": wall}
+                except (KeyError, ValueError):
+                    raise SampleError(f"malformed RESULT line: {line}")
+        raise SampleError("no RESULT line on stdout")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="bench/run.py", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--arch", default="win32,win64", help="comma list of win32, win64 (default both)")
+    parser.add_argument("--workloads", help="comma list of names or glob patterns, matched against the "
+                        "name or the category (default: every listed workload except "
+                        + " and ".join(EXCLUDED_BY_DEFAULT) + ")")
+    parser.add_argument("--allocators", help=f"comma list of allocator specs (default {DEFAULT_ALLOCATORS}; "
+                        "debug workloads run the fm5 specs only)")
+    parser.add_argument("--reference", help="the allocator whose gain over the others is reported "
+                        "(broad table; default the first fm5 spec, else the first allocator)")
+    parser.add_argument("--compare", metavar="A,B", help="paired mode: alternate A and B, report B's gain over A")
+    parser.add_argument("--pairs", type=int, help="measured rounds per workload (default 5; 25 with --compare)")
+    parser.add_argument("--warmups", type=int, help="unrecorded rounds first (default 1; 3 with --compare)")
+    parser.add_argument("--scale", type=float, help="passed to fm5bench --scale")
+    parser.add_argument("--out", default=os.path.join(REPO, "bench", "results"),
+                        help="output folder (default bench/results/)")
+    parser.add_argument("--time-budget", type=float, metavar="MIN",
+                        help="scale the pairs down so that the run fits in MIN minutes, from the time of "
+                        "the first samples (default 30; none with --compare; 0 = no limit)")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed to one process (default 900)")
+    parser.add_argument("--bench-exe", default=os.path.join("build", "{arch}", "bin", "fm5bench.exe"),
+                        help="the Windows program run under Wine ({arch} is replaced; default "
+                        "build/{arch}/bin/fm5bench.exe)")
+    parser.add_argument("--bench-cmd", default=os.environ.get("FM5_BENCH_CMD"),
+                        help="command template replacing `scripts/wine-run.sh build/{arch} "
+                        "build/{arch}/bin/fm5bench.exe` ({arch} is replaced); no Wine prefix is set up "
+                        "then (default: $FM5_BENCH_CMD)")
+    args = parser.parse_args(argv)
+
+    args.arches = [a for a in args.arch.split(",") if a]
+    for arch in args.arches:
+        if arch not in ARCHES:
+            parser.error(f"unknown architecture {arch!r} (win32, win64)")
+    if args.compare:
+        pair = [a for a in args.compare.split(",") if a]
+        if len(pair) != 2 or pair[0] == pair[1]:
+            parser.error("--compare takes two different allocator specs: A,B")
+        if args.allocators or args.reference:
+            parser.error("--compare sets the allocators: leave out --allocators and --reference")
+        args.allocator_list = pair
+        args.reference = pair[1]
+        args.mode = "compare"
+        defaults = (25, 3, 0.0)
+    else:
+        args.allocator_list = [a for a in (args.allocators or DEFAULT_ALLOCATORS).split(",") if a]
+        if len(set(args.allocator_list)) != len(args.allocator_list):
+            parser.error("--allocators lists an allocator twice")
+        if args.reference is None:
+            args.reference = next((a for a in args.allocator_list if is_fm5(a)), args.allocator_list[0])
+        elif args.reference not in args.allocator_list:
+            parser.error("--reference must be one of --allocators")
+        args.mode = "table"
+        defaults = (5, 1, 30.0)
+    if args.pairs is None:
+        args.pairs = defaults[0]
+    if args.warmups is None:
+        args.warmups = defaults[1]
+    if args.time_budget is None:
+        args.time_budget = defaults[2]
+    if args.pairs < 1 or args.warmups < 0:
+        parser.error("--pairs must be at least 1 and --warmups at least 0")
+    if args.scale is not None and args.scale <= 0:
+        parser.error("--scale must be positive")
+    args.out = os.path.abspath(args.out)
+    return args
+
+
+def select_workloads(listed, patterns):
+    if patterns is None:
+        return [w for w in listed if w["name"] not in EXCLUDED_BY_DEFAULT]
+    chosen = []
+    for pattern in (p.strip() for p in patterns.split(",")):
+        if not pattern:
+            continue
+        hits = [w for w in listed if fnmatch.fnmatchcase(w["name"], pattern)
+                or fnmatch.fnmatchcase(w["category"], pattern)]
+        if not hits:
+            names = " ".join(w["name"] for w in listed)
+            raise SystemExit(f"bench: no workload matches {pattern!r}; listed: {names}")
+        chosen += [w for w in hits if w not in chosen]
+    return chosen
+
+
+class Runner:
+    def __init__(self, args):
+        self.args = args
+        self.bench = Bench(args.bench_cmd, args.bench_exe, args.timeout)
+        self.started = time.monotonic()
+        self.tasks = []
+        self.failures = []
+        self.skipped = []
+        self.prefixes = []
+        self.csv_file = None
+        self.csv = None
+
+    # -- Wine prefixes ---------------------------------------------------------------------------
+    def setup_prefixes(self):
+        if self.args.bench_cmd:
+            return
+        for arch in self.args.arches:
+            exe = os.path.join(REPO, self.args.bench_exe.replace("{arch}", arch))
+            if not os.path.isfile(exe):
+                raise SystemExit(f"bench: {exe} is missing: build it with `make` (scripts/bench.sh does)")
+        for arch in self.args.arches:
+            self.prefixes.append(arch)
+            subprocess.run([os.path.join(REPO, "scripts", "wine-prefix.sh"), os.path.join("build", arch),
+                            "setup"], cwd=REPO, stdout=sys.stderr, check=True)
+
+    def cleanup_prefixes(self):
+        while self.prefixes:
+            arch = self.prefixes.pop()
+            subprocess.run([os.path.join(REPO, "scripts", "wine-prefix.sh"), os.path.join("build", arch),
+                            "cleanup"], cwd=REPO, stdout=subprocess.DEVNULL)
+
+    # -- plan ------------------------------------------------------------------------------------
+    def plan(self):
+        args = self.args
+        for arch in args.arches:
+            try:
+                listed = self.bench.list_workloads(arch)
+            except SampleError as error:
+                raise SystemExit(f"bench: {arch}: fm5bench --list failed: {error}")
+            for workload in select_workloads(listed, args.workloads):
+                allocators = list(args.allocator_list)
+                if workload["category"] == "debug":
+                    allocators = [a for a in allocators if is_fm5(a)]
+                    if len(allocators) < len(args.allocator_list) and (args.mode == "compare" or not allocators):
+                        self.skipped.append(f"{arch} {workload['name']}: debug workloads run only with fm5 specs")
+                        continue
+                self.tasks.append({"arch": arch, "name": workload["name"], "category": workload["category"],
+                                   "threads": workload["threads"], "allocators": allocators,
+                                   "active": list(allocators), "pairs": args.pairs, "round_s": None,
+                                   "warmups_done": 0, "rounds_done": 0})
+        if not self.tasks:
+            raise SystemExit("bench: nothing to run")
+
+    # -- samples ---------------------------------------------------------------------------------
+    def open_csv(self):
+        os.makedirs(self.args.out, exist_ok=True)
+        self.csv_file = open(os.path.join(self.args.out, "results.csv"), "w", newline="")
+        self.csv = csv.DictWriter(self.csv_file, fieldnames=CSV_FIELDS)
+        self.csv.writeheader()
+        self.csv_file.flush()
+
+    def run_round(self, task, order_index, round_number):
+        """One process per active allocator, in the rotated order; round_number None = warm-up."""
+        allocators = task["allocators"]
+        shift = order_index % len(allocators)
+        order = [a for a in allocators[shift:] + allocators[:shift] if a in task["active"]]
+        started = time.monotonic()
+        for allocator in order:
+            try:
+                result = self.bench.sample(task["arch"], task["name"], allocator, self.args.scale)
+            except SampleError as error:
+                task["active"].remove(allocator)
+                self.failures.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,
+                                      "error": str(error)})
+                log(f"bench: WARNING {task['arch']} {task['name']} {allocator}: {error} "
+                    "(no more samples of this allocator here)")
+                continue
+            if round_number is not None:
+                self.csv.writerow({"arch": task["arch"], "workload": task["name"], "category": task["category"],
+                                   "allocator": allocator, "round": round_number, "ms": f"{result['ms']:.3f}",
+                                   "ops": result["ops"], "peak_commit_kb": result["peak_commit_kb"],
+                                   "peak_ws_kb": result["peak_ws_kb"], "wall_s": f"{result['wall_s']:.3f}"})
+                self.csv_file.flush()
+        seconds = time.monotonic() - started
+        # The estimate of one round follows the rounds measured so far (the mean of old and new).
+        task["round_s"] = seconds if task["round_s"] is None else (task["round_s"] + seconds) / 2
+        return seconds
+
+    def estimate_left(self, current=None):
+        known = [t["round_s"] for t in self.tasks if t["round_s"] is not None]
+        typical = sum(known) / len(known) if known else 0.0
+        left = 0.0
+        for task in self.tasks:
+            rounds = max(0, self.args.warmups - task["warmups_done"]) + max(0, task["pairs"] - task["rounds_done"])
+            left += rounds * (task["round_s"] if task["round_s"] is not None else typical)
+        return left
+
+    def progress(self, task, index, what):
+        elapsed = time.monotonic() - self.started
+        log(f"[{task['arch']}] {task['name']} ({index + 1}/{len(self.tasks)}, {task['category']}): {what}"
+            f" | elapsed {duration(elapsed)}, left ~{duration(self.estimate_left())}")
+
+    def calibrate(self):
+        """The first warm-up round of every workload, timed, then the pairs scaled to the budget."""
+        budget = self.args.time_budget * 60
+        log(f"bench: timing one warm-up round of each of {len(self.tasks)} workloads for the "
+            f"{self.args.time_budget:g} min budget")
+        for index, task in enumerate(self.tasks):
+            self.run_round(task, 0, None)
+            task["warmups_done"] = 1
+            self.progress(task, index, f"warm-up 1 of {self.args.warmups}")
+        elapsed = time.monotonic() - self.started
+        per_round = sum(t["round_s"] for t in self.tasks)
+        fixed = per_round * max(0, self.args.warmups - 1)
+        planned = elapsed + fixed + per_round * self.args.pairs
+        if planned <= budget:
+            log(f"bench: estimated total {duration(planned)}, within the budget of {duration(budget)}")
+            return
+        fit = math.floor((budget - elapsed - fixed) / per_round) if per_round > 0 else self.args.pairs
+        pairs = max(MIN_PAIRS, min(self.args.pairs, fit))
+        for task in self.tasks:
+            task["pairs"] = pairs
+        total = elapsed + fixed + per_round * pairs
+        log(f"bench: WARNING {self.args.pairs} pairs would take about {duration(planned)}, over the "
+            f"{duration(budget)} budget: running {pairs} pairs per workload instead "
+            f"(estimated total {duration(total)})")
+        if total > budget * 1.05:
+            log(f"bench: WARNING even {MIN_PAIRS} pairs exceed the budget: narrow --workloads or lower --scale")
+
+    def measure(self):
+        for index, task in enumerate(self.tasks):
+            while task["warmups_done"] < self.args.warmups and task["active"]:
+                self.run_round(task, task["warmups_done"], None)
+                task["warmups_done"] += 1
+                self.progress(task, index, f"warm-up {task['warmups_done']} of {self.args.warmups}")
+            task["warmups_done"] = self.args.warmups
+            while task["rounds_done"] < task["pairs"] and task["active"]:
+                # Measured round r uses order r - 1: with two allocators, A first in odd pairs.
+                self.run_round(task, task["rounds_done"], task["rounds_done"] + 1)
+                task["rounds_done"] += 1
+                self.progress(task, index, f"pair {task['rounds_done']} of {task['pairs']}")
+            task["rounds_done"] = task["pairs"]
+
+    def meta(self):
+        args = self.args
+        return {
+            "mode": args.mode, "arches": args.arches, "allocators": args.allocator_list,
+            "reference": args.reference, "warmups": args.warmups, "pairs_requested": args.pairs,
+            "scale": args.scale, "time_budget_min": args.time_budget,
+            "bench_cmd": args.bench_cmd or f"scripts/wine-run.sh build/{{arch}} {args.bench_exe}",
+            "elapsed_s": round(time.monotonic() - self.started, 1),
+            "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "workloads": [{k: t[k] for k in ("arch", "name", "category", "threads", "allocators", "pairs")}
+                          for t in self.tasks],
+            "failures": self.failures, "skipped": self.skipped,
+        }
+
+    def run(self):
+        self.setup_prefixes()
+        self.plan()
+        log(f"bench: {self.args.mode} mode, {len(self.tasks)} workload runs on {','.join(self.args.arches)}, "
+            f"allocators {','.join(self.args.allocator_list)}, {self.args.warmups} warm-up(s) + "
+            f"{self.args.pairs} pairs, output {self.args.out}")
+        for note in self.skipped:
+            log(f"bench: skipped {note}")
+        self.open_csv()
+        try:
+            if self.args.time_budget > 0:
+                self.calibrate()
+            self.measure()
+        finally:
+            self.csv_file.close()
+            with open(os.path.join(self.args.out, "meta.json"), "w") as f:
+                json.dump(self.meta(), f, indent=1)
+                f.write("\n")
+
+
+def on_signal(number, _frame):
+    raise SystemExit(128 + number)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # A termination must still stop the wineservers (the finally below), as a shell trap would.
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    runner = Runner(args)
+    try:
+        runner.run()
+    finally:
+        runner.cleanup_prefixes()
+    markdown = report.generate(args.out)
+    print(markdown)
+    log(f"bench: done in {duration(time.monotonic() - runner.started)}; results in {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
