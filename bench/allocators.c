@@ -1,0 +1,118 @@
+/* The allocator under test, chosen by --allocator:
+ *   fm5                     fm5_32.dll / fm5_64.dll from the executable's folder
+ *   fm5:<dll path>          a specific fm5 build
+ *   heap                    HeapAlloc / HeapFree / HeapReAlloc on GetProcessHeap()
+ *   msvcrt, ucrtbase        malloc / free / realloc (and calloc) of that DLL
+ *   <dll path>:<alloc>:<free>:<realloc>   cdecl exports of any DLL (split at the last three colons)
+ * Every one is reached through g_alloc; nothing here is linked at build time. */
+#include "bench.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bench_allocator g_alloc;
+
+static HANDLE g_heap;
+
+static void *__cdecl heap_malloc(size_t size) { return HeapAlloc(g_heap, 0, size ? size : 1); }
+static void __cdecl heap_free(void *p) { HeapFree(g_heap, 0, p); }
+static void *__cdecl heap_realloc(void *p, size_t size) { return HeapReAlloc(g_heap, 0, p, size); }
+static void *__cdecl heap_calloc(size_t count, size_t size)
+{
+    if (size && count > (size_t)-1 / size)
+        return NULL;
+    size_t bytes = count * size;
+    return HeapAlloc(g_heap, HEAP_ZERO_MEMORY, bytes ? bytes : 1);
+}
+
+static HMODULE load_dll(const char *path)
+{
+    HMODULE module = LoadLibraryA(path);
+    if (!module)
+        bench_fatal("cannot load %s (error %lu)", path, GetLastError());
+    return module;
+}
+
+static FARPROC need_proc(HMODULE module, const char *dll, const char *name)
+{
+    FARPROC f = GetProcAddress(module, name);
+    if (!f)
+        bench_fatal("%s has no export %s", dll, name);
+    return f;
+}
+
+/* GetProcAddress returns FARPROC; going through void * keeps -Wcast-function-type quiet. */
+#define PROC(type, f) ((type)(void (*)(void))(f))
+
+static void load_fm5(const char *path)
+{
+    HMODULE m = load_dll(path);
+    g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, path, "fm5_malloc"));
+    g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, path, "fm5_free"));
+    g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, path, "fm5_realloc"));
+    g_alloc.calloc_fn = PROC(bench_calloc_fn, need_proc(m, path, "fm5_calloc"));
+    g_alloc.enter_debug_mode = PROC(bench_int_fn, need_proc(m, path, "FastMM_EnterDebugMode"));
+    g_alloc.exit_debug_mode = PROC(bench_int_fn, need_proc(m, path, "FastMM_ExitDebugMode"));
+    g_alloc.set_stack_depth =
+        PROC(bench_set_depth_fn, need_proc(m, path, "FastMM_SetDebugModeStackTraceEntryCount"));
+}
+
+static void load_crt(const char *dll)
+{
+    HMODULE m = load_dll(dll);
+    g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, dll, "malloc"));
+    g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, dll, "free"));
+    g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, dll, "realloc"));
+    g_alloc.calloc_fn = PROC(bench_calloc_fn, need_proc(m, dll, "calloc"));
+}
+
+void bench_load_allocator(const char *spec)
+{
+    memset(&g_alloc, 0, sizeof g_alloc);
+    if (strcmp(spec, "fm5") == 0) {
+        char path[MAX_PATH + 32];
+        DWORD n = GetModuleFileNameA(NULL, path, MAX_PATH);
+        if (n == 0 || n >= MAX_PATH)
+            bench_fatal("cannot find the executable's folder");
+        char *slash = strrchr(path, '\\');
+        char *slash2 = strrchr(path, '/');
+        if (slash2 > slash)
+            slash = slash2;
+        strcpy(slash ? slash + 1 : path, sizeof(void *) == 8 ? "fm5_64.dll" : "fm5_32.dll");
+        load_fm5(path);
+    } else if (strncmp(spec, "fm5:", 4) == 0 && spec[4]) {
+        load_fm5(spec + 4);
+    } else if (strcmp(spec, "heap") == 0) {
+        g_heap = GetProcessHeap();
+        g_alloc.malloc_fn = heap_malloc;
+        g_alloc.free_fn = heap_free;
+        g_alloc.realloc_fn = heap_realloc;
+        g_alloc.calloc_fn = heap_calloc;
+    } else if (strcmp(spec, "msvcrt") == 0 || strcmp(spec, "ucrtbase") == 0) {
+        load_crt(strcmp(spec, "msvcrt") == 0 ? "msvcrt.dll" : "ucrtbase.dll");
+    } else {
+        /* <path>:<alloc>:<free>:<realloc>, the path possibly holding colons of its own. */
+        size_t len = strlen(spec);
+        char *copy = malloc(len + 1);
+        if (!copy)
+            bench_fatal("out of memory");
+        memcpy(copy, spec, len + 1);
+        char *names[3];
+        for (int i = 2; i >= 0; i--) {
+            char *colon = strrchr(copy, ':');
+            if (!colon || colon == copy)
+                bench_fatal("unknown allocator '%s' (expected fm5, fm5:<dll>, heap, msvcrt, ucrtbase "
+                            "or <dll>:<alloc>:<free>:<realloc>)", spec);
+            *colon = '\0';
+            names[i] = colon + 1;
+            if (!*names[i])
+                bench_fatal("empty function name in allocator '%s'", spec);
+        }
+        HMODULE m = load_dll(copy);
+        g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, copy, names[0]));
+        g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, copy, names[1]));
+        g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, copy, names[2]));
+        /* The DLL string stays allocated: error messages may name it later. */
+    }
+}
