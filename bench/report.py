@@ -252,21 +252,25 @@ def chart(path, meta, per_arch):
             for i, row in enumerate(rows):
                 g = row["gains"].get(peer)
                 if g and g["gain"] is not None:
+                    # Speed ratios on a log axis: +3000 % and -5 % are then both readable.
+                    ratio = 1 + g["gain"] / 100
                     ys.append(i - 0.4 + height * (k + 0.5))
-                    xs.append(g["gain"])
-                    lo.append(g["gain"] - g["low"])
-                    hi.append(g["high"] - g["gain"])
+                    xs.append(ratio)
+                    lo.append(max(ratio - (1 + g["low"] / 100), 0))
+                    hi.append(max((1 + g["high"] / 100) - ratio, 0))
             legend = f"B over A" if meta["mode"] == "compare" else f"vs {names[peer]}"
-            ax.barh(ys, xs, height=height * 0.9, xerr=[lo, hi], color=colours[k % len(colours)],
-                    error_kw={"elinewidth": 1, "capsize": 2}, label=legend)
+            ax.barh(ys, [x - 1 for x in xs], left=1, height=height * 0.9, xerr=[lo, hi],
+                    color=colours[k % len(colours)], error_kw={"elinewidth": 1, "capsize": 2}, label=legend)
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels([r["name"] for r in rows], fontsize=8)
         ax.invert_yaxis()
-        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.axvline(1, color="black", linewidth=0.8)
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(arch)
         what = "gain of B over A" if meta["mode"] == "compare" else f"{names[reference]}'s throughput gain"
-        ax.set_xlabel(f"{what}, % (median of paired rounds, 95 % bootstrap interval)", fontsize=8)
+        ax.set_xlabel(f"{what} as a speed ratio (1 = equal; log scale; median of paired rounds, "
+                      "95 % bootstrap interval)", fontsize=8)
     handles, legends = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, legends, loc="lower center", ncol=len(peers), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1))
