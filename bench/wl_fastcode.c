@@ -144,37 +144,7 @@ uint64_t wl_small_downsize(const workload *w, double scale)
     return ops;
 }
 
-/* ---- Address space creep (AddressSpaceCreepBenchmark.pas) -------------------------------------- */
-/* 500,000 (Win32) / 3,000,000 (Win64) pointers, prime 3, size 1 + (256 + cur) % 256; fill once, then
- * 108 rounds of free + alloc at each slot. F_address_space_creep: rounds x 1/20 -> 5. */
-uint64_t wl_address_space_creep(const workload *w, double scale)
-{
-    (void)w;
-    const long prime = 3;
-    long count = IS64 ? 3000000 : 500000;
-    long rounds = bench_scaled(108, 0.05 * scale);
-    char **p = bench_pages((size_t)count * sizeof *p);
-    uint64_t ops = 0;
-    int64_t cur = prime;
-    for (long i = 0; i < count; i++) {
-        size_t size = 1 + (size_t)((256 + cur) % 256);
-        cur += prime;
-        p[i] = b_malloc(&ops, size);
-        touch_ends(p[i], size);
-    }
-    for (long r = 0; r < rounds; r++)
-        for (long i = 0; i < count; i++) {
-            b_free(&ops, p[i]);
-            size_t size = 1 + (size_t)((256 + cur) % 256);
-            cur += prime;
-            p[i] = b_malloc(&ops, size);
-            touch_ends(p[i], size);
-        }
-    for (long i = 0; i < count; i++)
-        b_free(&ops, p[i]);
-    bench_free_pages(p);
-    return ops;
-}
+/* ---- Address space creep (AddressSpaceCreepBenchmark.pas, ...Large.pas) ----------------------- */
 
 /* Writes one byte in every 4 KB page and the last byte. */
 static inline void touch_pages(void *p, size_t size)
@@ -185,37 +155,42 @@ static inline void touch_pages(void *p, size_t size)
     c[size - 1] = 2;
 }
 
-/* ---- Address space creep, larger blocks (AddressSpaceCreepBenchmarkLarge.pas) ------------------- */
+/* Fills `count` slots with blocks of 1 + (modulus + cur) % modulus bytes, then frees and reallocates
+ * every slot in each round; cur advances by `prime` after each size. */
+static uint64_t creep(long count, long rounds, int64_t prime, int64_t modulus, void (*touch)(void *, size_t))
+{
+    char **p = bench_pages((size_t)count * sizeof *p);
+    uint64_t ops = 0;
+    int64_t cur = prime;
+    for (long r = -1; r < rounds; r++)
+        for (long i = 0; i < count; i++) {
+            b_free(&ops, p[i]);  /* the first pass (r = -1) fills empty slots: nothing is freed */
+            size_t size = 1 + (size_t)((modulus + cur) % modulus);
+            cur += prime;
+            p[i] = b_malloc(&ops, size);
+            touch(p[i], size);
+        }
+    for (long i = 0; i < count; i++)
+        b_free(&ops, p[i]);
+    bench_free_pages(p);
+    return ops;
+}
+
+/* 500,000 (Win32) / 3,000,000 (Win64) pointers, prime 3, size 1 + (256 + cur) % 256; fill once, then
+ * 108 rounds of free + alloc at each slot. F_address_space_creep: rounds x 1/20 -> 5. */
+uint64_t wl_address_space_creep(const workload *w, double scale)
+{
+    (void)w;
+    return creep(IS64 ? 3000000 : 500000, bench_scaled(108, 0.05 * scale), 3, 256, touch_ends);
+}
+
 /* 20,000 (Win32) / 100,000 (Win64) pointers, prime 43, size 1 + (70000 + cur) % 70000, 400 rounds,
  * touching every 4 KB (the Win64 live set is about 3.5 GB). F_address_space_creep_large: rounds x 1/200
  * -> 2 (one round takes about 0.5 s with fm5 under Wine). */
 uint64_t wl_address_space_creep_large(const workload *w, double scale)
 {
     (void)w;
-    const long prime = 43;
-    long count = IS64 ? 100000 : 20000;
-    long rounds = bench_scaled(400, 0.005 * scale);
-    char **p = bench_pages((size_t)count * sizeof *p);
-    uint64_t ops = 0;
-    int64_t cur = prime;
-    for (long i = 0; i < count; i++) {
-        size_t size = 1 + (size_t)((70000 + cur) % 70000);
-        cur += prime;
-        p[i] = b_malloc(&ops, size);
-        touch_pages(p[i], size);
-    }
-    for (long r = 0; r < rounds; r++)
-        for (long i = 0; i < count; i++) {
-            b_free(&ops, p[i]);
-            size_t size = 1 + (size_t)((70000 + cur) % 70000);
-            cur += prime;
-            p[i] = b_malloc(&ops, size);
-            touch_pages(p[i], size);
-        }
-    for (long i = 0; i < count; i++)
-        b_free(&ops, p[i]);
-    bench_free_pages(p);
-    return ops;
+    return creep(IS64 ? 100000 : 20000, bench_scaled(400, 0.005 * scale), 43, 70000, touch_pages);
 }
 
 /* ---- Large block spread (LargeBlockSpreadBenchmark.pas) ---------------------------------------- */
@@ -269,28 +244,56 @@ static inline void use_block(char *p, long size)
     g_sink += sum;
 }
 
+/* The loop shared by FastCode's allocate-or-reallocate-and-use tests: each round visits every slot,
+ * gives it a new block of cur % slot_limit + 1 bytes and uses it; every slot is freed at the end. */
+typedef struct slot_churn {
+    long count;
+    long rounds;
+    int64_t prime;
+    long limits[4];
+    int reallocate;      /* ReallocMem instead of FreeMem + GetMem */
+    int advance_first;   /* MultiThreadedAllocAndFree advances cur before computing the size */
+} slot_churn;
+
+static uint64_t churn_slots(const slot_churn *c, char **p)
+{
+    uint64_t ops = 0;
+    int64_t cur = c->prime;
+    for (long r = 0; r < c->rounds; r++)
+        for (long i = 0; i < c->count; i++) {
+            if (c->advance_first)
+                cur += c->prime;
+            long size = (long)(cur % slot_limit(i, c->limits[0], c->limits[1], c->limits[2], c->limits[3])) + 1;
+            if (!c->advance_first)
+                cur += c->prime;
+            if (c->reallocate) {
+                p[i] = b_realloc(&ops, p[i], (size_t)size);
+            } else {
+                b_free(&ops, p[i]);
+                p[i] = b_malloc(&ops, (size_t)size);
+            }
+            use_block(p[i], size);
+        }
+    for (long i = 0; i < c->count; i++)
+        b_free(&ops, p[i]);
+    return ops;
+}
+
+static uint64_t churn_single_threaded(const slot_churn *c)
+{
+    char **p = bench_pages((size_t)c->count * sizeof *p);
+    uint64_t ops = churn_slots(c, p);
+    bench_free_pages(p);
+    return ops;
+}
+
 /* 610,000 pointers, 100 rounds, prime 13; limits 64/1024/4096/262144; size = cur%max + 1 with cur
  * advanced after. F_st_alloc_use_free: rounds x 1/20 -> 5. */
 uint64_t wl_st_alloc_use_free(const workload *w, double scale)
 {
     (void)w;
-    const long prime = 13, count = 610000;
-    long rounds = bench_scaled(100, 0.05 * scale);
-    char **p = bench_pages((size_t)count * sizeof *p);
-    uint64_t ops = 0;
-    int64_t cur = prime;
-    for (long r = 0; r < rounds; r++)
-        for (long i = 0; i < count; i++) {
-            long size = (long)(cur % slot_limit(i, 64, 1024, 4096, 262144)) + 1;
-            cur += prime;
-            b_free(&ops, p[i]);
-            p[i] = b_malloc(&ops, (size_t)size);
-            use_block(p[i], size);
-        }
-    for (long i = 0; i < count; i++)
-        b_free(&ops, p[i]);
-    bench_free_pages(p);
-    return ops;
+    slot_churn c = { 610000, bench_scaled(100, 0.05 * scale), 13, { 64, 1024, 4096, 262144 }, 0, 0 };
+    return churn_single_threaded(&c);
 }
 
 /* Same distribution; 150,000 pointers, 140 rounds, prime 29, ReallocMem instead of free + alloc.
@@ -298,22 +301,8 @@ uint64_t wl_st_alloc_use_free(const workload *w, double scale)
 uint64_t wl_st_realloc_use(const workload *w, double scale)
 {
     (void)w;
-    const long prime = 29, count = 150000;
-    long rounds = bench_scaled(140, 0.1 * scale);
-    char **p = bench_pages((size_t)count * sizeof *p);
-    uint64_t ops = 0;
-    int64_t cur = prime;
-    for (long r = 0; r < rounds; r++)
-        for (long i = 0; i < count; i++) {
-            long size = (long)(cur % slot_limit(i, 64, 1024, 4096, 262144)) + 1;
-            cur += prime;
-            p[i] = b_realloc(&ops, p[i], (size_t)size);
-            use_block(p[i], size);
-        }
-    for (long i = 0; i < count; i++)
-        b_free(&ops, p[i]);
-    bench_free_pages(p);
-    return ops;
+    slot_churn c = { 150000, bench_scaled(140, 0.1 * scale), 29, { 64, 1024, 4096, 262144 }, 1, 0 };
+    return churn_single_threaded(&c);
 }
 
 /* 500 pointers, 610,000 rounds, prime 83; limits 67/131/257/521. FastCode calls UpdateUsageStatistics
@@ -322,22 +311,8 @@ uint64_t wl_st_realloc_use(const workload *w, double scale)
 uint64_t wl_st_tiny_realloc(const workload *w, double scale)
 {
     (void)w;
-    const long prime = 83, count = 500;
-    long rounds = bench_scaled(610000, 0.05 * scale);
-    char **p = bench_pages((size_t)count * sizeof *p);
-    uint64_t ops = 0;
-    int64_t cur = prime;
-    for (long r = 0; r < rounds; r++)
-        for (long i = 0; i < count; i++) {
-            long size = (long)(cur % slot_limit(i, 67, 131, 257, 521)) + 1;
-            cur += prime;
-            p[i] = b_realloc(&ops, p[i], (size_t)size);
-            use_block(p[i], size);
-        }
-    for (long i = 0; i < count; i++)
-        b_free(&ops, p[i]);
-    bench_free_pages(p);
-    return ops;
+    slot_churn c = { 500, bench_scaled(610000, 0.05 * scale), 83, { 67, 131, 257, 521 }, 1, 0 };
+    return churn_single_threaded(&c);
 }
 
 /* Multi-threaded allocate, use and free: T threads, each with 2500 pointers and 90000 div T + 1
@@ -355,20 +330,9 @@ static DWORD WINAPI mt_alloc_use_free_thread(void *arg)
     enum { COUNT = 2500 };
     mt_thread *t = arg;
     char *p[COUNT] = {0};
-    int64_t cur = t->prime;
-    uint64_t ops = 0;
+    slot_churn c = { COUNT, t->rounds, t->prime, { 64, 1024, 4096, 262144 }, 0, 1 };
     bench_wait_gate();
-    for (long r = 0; r < t->rounds; r++)
-        for (long i = 0; i < COUNT; i++) {
-            cur += t->prime;
-            long size = (long)(cur % slot_limit(i, 64, 1024, 4096, 262144)) + 1;
-            b_free(&ops, p[i]);
-            p[i] = b_malloc(&ops, (size_t)size);
-            use_block(p[i], size);
-        }
-    for (long i = 0; i < COUNT; i++)
-        b_free(&ops, p[i]);
-    t->ops = ops;
+    t->ops = churn_slots(&c, p);
     return 0;
 }
 
