@@ -18,6 +18,7 @@
 
 /* A small block keeps (offset of its 64-byte line from the span)/64 in bits 3..15. */
 #define FM5_SMALL_OFFSET_SHIFT 3
+#define FM5_SMALL_LINE_SHIFT 6
 
 /* Small blocks keep their offset in the bits that mean "pending" for the others. */
 FM5_INLINE int fm5_status_is_pending_free(unsigned status)

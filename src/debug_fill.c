@@ -5,20 +5,19 @@
 #include <string.h>
 #include "debug_block.h"
 #include "debug_freed_object.h"
-
-#define BULK_FILL_MINIMUM_USER_SIZE 40u
+#include "asm_twins.h"
 
 #define ALLOCATED_FILL_WORD 0x9090909090909090ull
 _Static_assert((ALLOCATED_FILL_WORD & 0xFF) == FM5_DEBUG_ALLOCATED_FILL_BYTE, "word and byte agree");
 _Static_assert((FM5_DEBUG_FREED_FILL_WORD & 0xFF) == FM5_DEBUG_FREED_FILL_BYTE, "word and byte agree");
 _Static_assert(FM5_DEBUG_FREED_OBJECT_SLOT_SIZE == sizeof(uint64_t), "the marker slot is written as one word");
 
-/* Only blocks below BULK_FILL_MINIMUM_USER_SIZE come here, so at most 39 bytes. The odd byte, then 2
+/* Only blocks below FM5_DEBUG_BULK_FILL_MINIMUM_SIZE come here, so at most 39 bytes. The odd byte, then 2
  * and 4 bytes are stored at the end, which leaves a whole number of words (at most four) from `start`;
  * 8-byte stores at negative offsets from there cover them, keeping the alignment of `start`. Written
  * out rather than as a loop, which GCC would turn back into the memset call this path exists to
  * avoid. Each memcpy copies a constant of its exact width and compiles to one move. */
-_Static_assert(BULK_FILL_MINIMUM_USER_SIZE <= 5 * 8, "the scalar fill stores at most four words");
+_Static_assert(FM5_DEBUG_BULK_FILL_MINIMUM_SIZE <= 5 * 8, "the scalar fill stores at most four words");
 
 static inline void fill_with_scalar_stores(uint8_t *start, size_t count, uint64_t word)
 {
@@ -57,18 +56,18 @@ static inline void fill_with_scalar_stores(uint8_t *start, size_t count, uint64_
  * size seed 000 measured the crossover at. */
 static inline void fill_pattern(uint8_t *start, size_t count, size_t user_size, uint64_t word)
 {
-    if (user_size >= BULK_FILL_MINIMUM_USER_SIZE)
+    if (user_size >= FM5_DEBUG_BULK_FILL_MINIMUM_SIZE)
         memset(start, (int)(word & 0xFF), count);
     else
         fill_with_scalar_stores(start, count, word);
 }
 
-void fm5_debug_fill_allocated(void *user, size_t size)
+void fm5_c_debug_fill_allocated(void *user, size_t size)
 {
     fill_pattern((uint8_t *)user, size, size, ALLOCATED_FILL_WORD);
 }
 
-void fm5_debug_fill_freed(void *user, size_t size)
+void fm5_c_debug_fill_freed(void *user, size_t size)
 {
     uint8_t *bytes = (uint8_t *)user;
     size_t slot = 0;
@@ -83,3 +82,8 @@ void fm5_debug_fill_freed(void *user, size_t size)
     }
     fill_pattern(bytes + slot, size - slot, size, FM5_DEBUG_FREED_FILL_WORD);
 }
+
+#if !FM5_ASM
+void fm5_debug_fill_allocated(void *user, size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_debug_fill_allocated);
+void fm5_debug_fill_freed(void *user, size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_debug_fill_freed);
+#endif

@@ -7,10 +7,15 @@
 
 #include "platform.h"
 
+/* Seed 000 (FastMM5 PR #96): from this many user bytes up, a bulk fill (memset) beats stores of our
+ * own; below it the scalar stores win. */
+#define FM5_DEBUG_BULK_FILL_MINIMUM_SIZE 40u
+
 /* Both take the user data of a debug block: any address, `size` bytes, nothing outside is written. The
  * freed fill's marker slot is written with memcpy, so even it assumes no alignment (debug blocks give
  * pointer alignment, which keeps its 8-byte stores aligned). */
 void fm5_debug_fill_allocated(void *user, size_t size);
 void fm5_debug_fill_freed(void *user, size_t size);
+/* In the NASM build these are asm/ routines; their C twins are in asm_twins.h. */
 
 #endif

@@ -8,6 +8,7 @@
 #include "debug_block.h"
 #include "debug_freed_object.h"
 #include "text_builder.h"
+#include "asm_twins.h"
 
 /* The user area is only pointer aligned, and the tails are not aligned at all: loads go through memcpy,
  * which is one plain move on x86. */
@@ -32,7 +33,7 @@ static inline uint16_t load_u16(const uint8_t *p)
     return value;
 }
 
-int fm5_debug_freed_pattern_intact(const void *user, size_t size)
+int fm5_c_debug_freed_pattern_intact(const void *user, size_t size)
 {
     const uint64_t pattern = FM5_DEBUG_FREED_FILL_WORD;
     const uint8_t *bytes = (const uint8_t *)user;
@@ -71,6 +72,11 @@ int fm5_debug_freed_pattern_intact(const void *user, size_t size)
         difference |= end[offset] ^ (uint8_t)pattern;
     return difference == 0;
 }
+
+#if !FM5_ASM
+int fm5_debug_freed_pattern_intact(const void *user, size_t size)
+    FM5_PUBLIC_NAME_OF_TWIN(fm5_c_debug_freed_pattern_intact);
+#endif
 
 /* The byte that belongs at each offset of a freed block: the marker's bytes in the slot, fill elsewhere.
  * Byte by byte, so that a range can start or end inside the marker. */

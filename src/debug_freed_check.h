@@ -13,6 +13,10 @@
  * every time a freed debug block is reused, so its caller calls the describer below only on 0. */
 int fm5_debug_freed_pattern_intact(const void *user, size_t size);
 
+/* Seed 001: the NASM checker hands user areas of this many bytes and more to its SSE2 loop (a tail jump,
+ * so that smaller blocks run exactly the scalar code); the C twin has no such split. */
+#define FM5_DEBUG_FREED_CHECK_SSE2_MINIMUM_SIZE 128u
+
 /* For a block the check refused: writes the corrupted byte ranges as "offset(length)" separated by
  * single spaces (decimal offsets from `user`, ascending; adjacent wrong bytes form one range, also across
  * the marker slot's end) into `out`, NUL-terminated and truncated to `capacity` (which may be 0), and

@@ -8,6 +8,7 @@
 #include "os_memory.h"
 #include "environment_settings.h"
 #include "leak_report.h"
+#include "cpu_features.h"
 
 static volatile int32_t initialized;
 
@@ -15,6 +16,7 @@ void fm5_initialize(void)
 {
     if (__atomic_exchange_n(&initialized, 1, __ATOMIC_ACQ_REL))
         return;
+    fm5_detect_cpu_features();
     fm5_os_initialize();
     fm5_small_lookup_rebuild(FM5_DEFAULT_MINIMUM_ALIGNMENT);
     fm5_small_initialize();

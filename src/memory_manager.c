@@ -11,10 +11,9 @@
 #include "debug_blocks.h"
 #include "erase_modes.h"
 #include "block_status.h"
+#include "realloc_rules.h"
+#include "asm_twins.h"
 #include <string.h>
-
-#define SMALL_UPSIZE_ADDER 32u
-#define SMALL_DOWNSIZE_CHECK_ADDER 64u
 
 /* GetMem without debug mode: the size picks the manager. */
 FM5_INLINE void *release_get_mem(size_t size)
@@ -44,12 +43,17 @@ static FM5_NOINLINE void *get_mem_diverted(size_t size)
     return p;
 }
 
-void *FM5_CALL FastMM_GetMem(size_t size)
+/* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. */
+void *FM5_CALL fm5_c_get_mem(size_t size)
 {
     if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active))
         return get_mem_diverted(size);
     return release_get_mem(size);
 }
+
+#if !FM5_ASM
+void *FM5_CALL FastMM_GetMem(size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_get_mem);
+#endif
 
 void *FM5_CALL FastMM_AllocMem(size_t size)
 {
@@ -118,7 +122,8 @@ static FM5_NOINLINE int free_mem_slow(void *p)
     return -1;
 }
 
-int FM5_CALL FastMM_FreeMem(void *p)
+/* FastMM_FreeMem's C twin: asm/ repeats its small-block path and jumps here for everything else. */
+int FM5_CALL fm5_c_free_mem(void *p)
 {
     if (FM5_LIKELY(fm5_status_word_is_ours(p)) && FM5_LIKELY(!fm5_erase_freed_active)) {
         unsigned status = *fm5_status_word(p);
@@ -131,6 +136,10 @@ int FM5_CALL FastMM_FreeMem(void *p)
     }
     return free_mem_slow(p);
 }
+
+#if !FM5_ASM
+int FM5_CALL FastMM_FreeMem(void *p) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_free_mem);
+#endif
 
 static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
 {
@@ -158,8 +167,24 @@ static void *move_block(void *p, enum fm5_block_identity identity, const fm5_blo
     return q;
 }
 
-void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size)
+/* A live small block whose new size keeps it in place (FastMM5 PR #98), found before any other work:
+ * the pointer is still validated in full, but nothing is looked up beyond the span. */
+FM5_INLINE int small_block_stays(void *p, size_t new_size)
 {
+    if (!fm5_status_word_is_ours(p) || fm5_debug_mode_active)
+        return 0;
+    unsigned status = *fm5_status_word(p);
+    if ((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_SMALL)
+        return 0;
+    fm5_small_span *span = fm5_small_block_span(p, status);
+    return span && fm5_small_realloc_stays(new_size, span->manager->block_size - FM5_SMALL_HEADER_SIZE);
+}
+
+/* FastMM_ReallocMem's C twin; asm/ repeats the in-place small-block test and jumps here otherwise. */
+void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
+{
+    if (FM5_LIKELY(small_block_stays(p, new_size)))
+        return p;
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity < FM5_LIVE_SMALL_BLOCK) {
@@ -177,12 +202,11 @@ void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size)
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
         if (new_size <= available) {
-            /* Keep the block unless it would be mostly empty. */
-            if (new_size * 4 + SMALL_DOWNSIZE_CHECK_ADDER >= available)
+            if (fm5_small_realloc_stays(new_size, available))
                 return p;
             return move_block(p, identity, &facts, new_size, new_size, new_size);
         } else {
-            size_t preferred = 2 * available + SMALL_UPSIZE_ADDER;
+            size_t preferred = 2 * available + FM5_SMALL_UPSIZE_ADDER;
             return move_block(p, identity, &facts, new_size, preferred > new_size ? preferred : new_size, available);
         }
     case FM5_LIVE_MEDIUM_BLOCK:
@@ -200,6 +224,10 @@ void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size)
     }
     return move_block(p, identity, &facts, new_size, new_size, new_size);
 }
+
+#if !FM5_ASM
+void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_realloc_mem);
+#endif
 
 size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p)
 {

@@ -31,8 +31,9 @@ FM5_INLINE char *block_at(fm5_small_span *span, uint32_t offset)
 
 FM5_INLINE uint16_t status_for(const fm5_small_span *span, const char *user)
 {
-    uintptr_t line = ((uintptr_t)user & ~(uintptr_t)63) - (uintptr_t)span;
-    return (uint16_t)(((line >> 6) << FM5_SMALL_OFFSET_SHIFT) | FM5_STATUS_SMALL);
+    uintptr_t line_mask = ((uintptr_t)1 << FM5_SMALL_LINE_SHIFT) - 1;
+    uintptr_t line = ((uintptr_t)user & ~line_mask) - (uintptr_t)span;
+    return (uint16_t)(((line >> FM5_SMALL_LINE_SHIFT) << FM5_SMALL_OFFSET_SHIFT) | FM5_STATUS_SMALL);
 }
 
 /* ---- the partially-free span list ------------------------------------------------------------- */
@@ -248,6 +249,13 @@ int fm5_small_free(void *user, fm5_small_span *span)
     if ((old & FM5_STATUS_FREE) || !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_FREE)))
         return -1;
     fm5_pending_push(&manager->pending_free_list, user);
+    return 0;
+}
+
+int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)
+{
+    drain_pending_locked(manager);
+    fm5_unlock(&manager->locked);
     return 0;
 }
 

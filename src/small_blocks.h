@@ -56,8 +56,10 @@ extern size_t fm5_small_contention_count;
 
 FM5_INLINE fm5_small_span *fm5_small_span_of(const void *user, unsigned status)
 {
-    return (fm5_small_span *)(((uintptr_t)user & ~(uintptr_t)63) -
-                              ((uintptr_t)(status & ~7u) << (6 - FM5_SMALL_OFFSET_SHIFT)));
+    uintptr_t line_mask = ((uintptr_t)1 << FM5_SMALL_LINE_SHIFT) - 1;
+    unsigned flag_mask = (1u << FM5_SMALL_OFFSET_SHIFT) - 1;
+    return (fm5_small_span *)(((uintptr_t)user & ~line_mask) -
+                              ((uintptr_t)(status & ~flag_mask) << (FM5_SMALL_LINE_SHIFT - FM5_SMALL_OFFSET_SHIFT)));
 }
 
 FM5_INLINE int fm5_is_small_manager(const void *manager)
@@ -66,13 +68,16 @@ FM5_INLINE int fm5_is_small_manager(const void *manager)
     return offset < sizeof fm5_small_managers && offset % sizeof(fm5_small_manager) == 0;
 }
 
+/* No span is this long: a larger offset is not a block of the span (and keeps the product below exact). */
+#define FM5_SMALL_MAXIMUM_BLOCK_OFFSET (1u << 20)
+
 /* Is `user` exactly on a block boundary of `span`, among its blocks? */
 FM5_INLINE int fm5_small_is_block_start(const fm5_small_span *span, const fm5_small_manager *manager,
                                         const void *user)
 {
     uintptr_t offset = (uintptr_t)user - ((uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE);
     uint32_t index = (uint32_t)(((uint64_t)(uint32_t)offset * manager->block_size_reciprocal) >> 32);
-    return offset < (1u << 20) && (uintptr_t)index * manager->block_size == offset && index < span->total_blocks;
+    return offset < FM5_SMALL_MAXIMUM_BLOCK_OFFSET && (uintptr_t)index * manager->block_size == offset && index < span->total_blocks;
 }
 
 void fm5_small_initialize(void);
@@ -81,5 +86,8 @@ void *fm5_small_get_mem(size_t size);
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
+/* The end of a free that found blocks queued on the manager it holds locked: releases them, unlocks and
+ * returns 0 (FreeMem's result). The NASM FreeMem tail-jumps here. */
+int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager);
 
 #endif

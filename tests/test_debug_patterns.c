@@ -26,7 +26,9 @@
 #include "test_util.h"
 
 /* The routines under test are internal (the DLL exports only the public API), so their sources are
- * compiled into this program. */
+ * compiled into this program. In the NASM build the routines' own names are the asm routines, linked
+ * from fm5_asm_routines, and the C sources below provide their twins and what they call. */
+#include "../src/cpu_features.c"
 #include "../src/debug_fill.c"
 #include "../src/debug_freed_check.c"
 #include "../src/debug_freed_object.c"
@@ -551,6 +553,7 @@ static void multi_range_description(void)
 int main(void)
 {
     tu_init("test_debug_patterns");
+    fm5_detect_cpu_features();
     if (!CHECK(window_create()))
         return test_finish();
     layout();

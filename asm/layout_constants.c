@@ -1,0 +1,89 @@
+/* The layouts and constants that the NASM routines use, taken from the C headers that define them.
+ * Never linked: CMake compiles this file to assembly text only (scripts/generate-asm-layout.py turns
+ * each FM5_LAYOUT line into a %define in fm5_layout.inc), so the values are the compiler's own for the
+ * architecture being built, and a NASM routine cannot disagree with the C twin it stands for. */
+#include <stddef.h>
+#include "platform.h"
+#include "size_limits.h"
+#include "arena_counts.h"
+#include "block_status.h"
+#include "small_blocks.h"
+#include "small_block_classes.h"
+#include "address_map.h"
+#include "realloc_rules.h"
+#include "debug_block.h"
+#include "debug_fill.h"
+#include "debug_freed_check.h"
+#include "debug_freed_object.h"
+
+/* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
+_Static_assert(sizeof(fm5_small_manager) == 64, "asm/ assumes 64-byte small-block managers");
+_Static_assert(sizeof(((fm5_small_manager *)0)->locked) == 4, "asm/ takes and releases the lock as a dword");
+_Static_assert(sizeof(((fm5_small_manager *)0)->block_size) == 2, "asm/ reads the block size as a word");
+_Static_assert(sizeof(fm5_small_lookup[0]) == 1, "asm/ reads the size-class table as bytes");
+_Static_assert(sizeof(((fm5_small_span *)0)->total_blocks) == 4, "asm/ reads span counts as dwords");
+_Static_assert(sizeof(((fm5_small_span *)0)->blocks_in_use) == 4, "asm/ reads span counts as dwords");
+
+/* The operand prints as an immediate ("$24" in AT&T syntax); the generator strips the "$". The text
+ * lands in the assembly output only. */
+#define EMIT(name, value) __asm__ volatile("\n.ascii \"FM5_LAYOUT " #name " %0\"" : : "i"((long long)(value)))
+
+void fm5_layout_constants(void);
+void fm5_layout_constants(void)
+{
+    EMIT(POINTER_SIZE, FM5_POINTER_SIZE);
+
+    EMIT(STATUS_FREE, FM5_STATUS_FREE);
+    EMIT(STATUS_HAS_DEBUG_INFO, FM5_STATUS_HAS_DEBUG_INFO);
+    EMIT(STATUS_SMALL, FM5_STATUS_SMALL);
+    EMIT(SMALL_OFFSET_SHIFT, FM5_SMALL_OFFSET_SHIFT);
+    EMIT(SMALL_LINE_SHIFT, FM5_SMALL_LINE_SHIFT);
+
+    EMIT(SMALL_HEADER_SIZE, FM5_SMALL_HEADER_SIZE);
+    EMIT(MAXIMUM_SMALL_USER_SIZE, FM5_MAXIMUM_SMALL_USER_SIZE);
+    EMIT(SMALL_GRANULARITY_SHIFT, FM5_SMALL_GRANULARITY_SHIFT);
+    EMIT(DEFAULT_MINIMUM_ALIGNMENT, FM5_DEFAULT_MINIMUM_ALIGNMENT);
+    EMIT(SMALL_ARENA_COUNT, FM5_SMALL_ARENA_COUNT);
+    EMIT(SMALL_ARENA_STRIDE, sizeof fm5_small_managers[0]);
+    EMIT(SMALL_MANAGERS_SIZE, sizeof fm5_small_managers);
+    EMIT(SMALL_MANAGER_SIZE, sizeof(fm5_small_manager));
+    EMIT(SMALL_MANAGER_SIZE_SHIFT, __builtin_ctz(sizeof(fm5_small_manager)));
+
+    EMIT(SPAN_NEXT_PARTIALLY_FREE, offsetof(fm5_small_span, next_partially_free));
+    EMIT(SPAN_PREV_PARTIALLY_FREE, offsetof(fm5_small_span, prev_partially_free));
+    EMIT(SPAN_FIRST_FREE_BLOCK, offsetof(fm5_small_span, first_free_block));
+    EMIT(SPAN_MANAGER, offsetof(fm5_small_span, manager));
+    EMIT(SPAN_TOTAL_BLOCKS, offsetof(fm5_small_span, total_blocks));
+    EMIT(SPAN_BLOCKS_IN_USE, offsetof(fm5_small_span, blocks_in_use));
+    EMIT(SPAN_IDENTITY_TAG, offsetof(fm5_small_span, identity_tag));
+    EMIT(SPAN_HEADER_SIZE, FM5_SMALL_SPAN_HEADER_SIZE);
+    EMIT(SPAN_TAG_KEY, FM5_SMALL_SPAN_TAG_KEY);
+    EMIT(SMALL_MAXIMUM_BLOCK_OFFSET, FM5_SMALL_MAXIMUM_BLOCK_OFFSET);
+
+    /* The manager is also its span list's sentinel: its first two fields line up with a span's. */
+    EMIT(MANAGER_FIRST_PARTIALLY_FREE, offsetof(fm5_small_manager, first_partially_free));
+    EMIT(MANAGER_FEED, offsetof(fm5_small_manager, feed));
+    EMIT(MANAGER_FEED_SPAN, offsetof(fm5_small_manager, feed_span));
+    EMIT(MANAGER_PENDING_FREE_LIST, offsetof(fm5_small_manager, pending_free_list));
+    EMIT(MANAGER_LOCKED, offsetof(fm5_small_manager, locked));
+    EMIT(MANAGER_BLOCK_SIZE, offsetof(fm5_small_manager, block_size));
+    EMIT(MANAGER_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_manager, block_size_reciprocal));
+
+    EMIT(GRANULE_SHIFT, FM5_GRANULE_SHIFT);
+    EMIT(GRANULE_NOT_OURS, FM5_GRANULE_NOT_OURS);
+#ifdef FM5_WIN64
+    EMIT(LEAF_SHIFT, FM5_LEAF_SHIFT);
+    EMIT(ADDRESS_BITS, FM5_ADDRESS_BITS);
+    EMIT(GRANULES_PER_LEAF, 1ull << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT));
+#endif
+
+    EMIT(SMALL_DOWNSIZE_CHECK_ADDER, FM5_SMALL_DOWNSIZE_CHECK_ADDER);
+
+    EMIT(DEBUG_ALLOCATED_FILL_BYTE, FM5_DEBUG_ALLOCATED_FILL_BYTE);
+    EMIT(DEBUG_FREED_FILL_BYTE, FM5_DEBUG_FREED_FILL_BYTE);
+    EMIT(DEBUG_FREED_OBJECT_MINIMUM_SIZE, FM5_DEBUG_FREED_OBJECT_MINIMUM_SIZE);
+    EMIT(DEBUG_FREED_OBJECT_SLOT_SIZE, FM5_DEBUG_FREED_OBJECT_SLOT_SIZE);
+    EMIT(DEBUG_BULK_FILL_MINIMUM_SIZE, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE);
+    EMIT(DEBUG_FREED_CHECK_SSE2_MINIMUM_SIZE, FM5_DEBUG_FREED_CHECK_SSE2_MINIMUM_SIZE);
+    EMIT(FREED_OBJECT_MARKER_OFFSET, offsetof(fm5_freed_object_class, virtual_methods));
+}

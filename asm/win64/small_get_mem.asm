@@ -1,0 +1,96 @@
+; FastMM_GetMem for Win64. C twin: fm5_c_get_mem (src/memory_manager.c) with the first pass of
+; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the
+; first partially-free span when the manager is idle and its lock can be had, else feed the next block
+; from the end of the current span lock-free. What the first pass cannot do here - blocks waiting on a
+; pending-free list, a freed debug block that must be checked before reuse, a new span, sizes above the
+; small range, debug and erase modes - tail-jumps to the C twin, which starts over.
+; In: rcx = size. Out: rax = the block.
+
+default rel
+%include "fm5_layout.inc"
+%include "routine.inc"
+
+extern fm5_c_get_mem
+extern fm5_small_lookup
+extern fm5_small_managers
+extern fm5_debug_mode_active
+extern fm5_erase_allocated_active
+
+ROUTINE FastMM_GetMem
+    cmp rcx, FM5_MAXIMUM_SMALL_USER_SIZE
+    ja .c_twin
+    mov eax, [fm5_debug_mode_active]
+    or eax, [fm5_erase_allocated_active]
+    jnz .c_twin
+    lea rax, [rcx + 1]
+    shr rax, FM5_SMALL_GRANULARITY_SHIFT
+    lea rdx, [fm5_small_lookup]
+    movzx eax, byte [rdx + rax]
+    shl eax, FM5_SMALL_MANAGER_SIZE_SHIFT
+    lea r8, [fm5_small_managers]
+    add r8, rax                         ; the class's manager in arena 0
+    mov r11d, FM5_SMALL_ARENA_COUNT
+.arena:
+    cmp dword [r8 + FM5_MANAGER_LOCKED], 0
+    jne .feed
+    cmp qword [r8 + FM5_MANAGER_PENDING_FREE_LIST], 0
+    jne .c_twin
+    cmp [r8 + FM5_MANAGER_FIRST_PARTIALLY_FREE], r8
+    je .feed
+    mov eax, 1
+    xchg eax, [r8 + FM5_MANAGER_LOCKED]
+    test eax, eax
+    jnz .feed
+    mov rdx, [r8 + FM5_MANAGER_FIRST_PARTIALLY_FREE]
+    cmp rdx, r8
+    je .unlock_then_feed
+    mov rax, [rdx + FM5_SPAN_FIRST_FREE_BLOCK]
+    test byte [rax - 2], FM5_STATUS_HAS_DEBUG_INFO
+    jnz .unlock_then_c_twin
+    mov r9, [rax]
+    mov [rdx + FM5_SPAN_FIRST_FREE_BLOCK], r9
+    inc dword [rdx + FM5_SPAN_BLOCKS_IN_USE]
+    test r9, r9
+    jnz .taken
+    ; The span is full now: off the partially-free list.
+    mov r9, [rdx + FM5_SPAN_PREV_PARTIALLY_FREE]
+    mov r10, [rdx + FM5_SPAN_NEXT_PARTIALLY_FREE]
+    mov [r9 + FM5_SPAN_NEXT_PARTIALLY_FREE], r10
+    mov [r10 + FM5_SPAN_PREV_PARTIALLY_FREE], r9
+.taken:
+    and word [rax - 2], ~FM5_STATUS_FREE & 0xFFFF
+    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+    ret
+.unlock_then_feed:
+    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+.feed:
+    ; feed: low dword the offset of the block last handed out, high dword a change counter. The span
+    ; is read before the compare-and-swap that proves it still belongs to that offset.
+    mov rax, [r8 + FM5_MANAGER_FEED]
+.feed_again:
+    cmp eax, FM5_SPAN_HEADER_SIZE
+    jbe .next_arena
+    mov r9, [r8 + FM5_MANAGER_FEED_SPAN]
+    movzx r10d, word [r8 + FM5_MANAGER_BLOCK_SIZE]
+    mov edx, eax
+    sub edx, r10d
+    mov r10, rax
+    shr r10, 32
+    inc r10
+    shl r10, 32
+    or r10, rdx
+    lock cmpxchg [r8 + FM5_MANAGER_FEED], r10
+    jne .feed_again
+    lea rax, [r9 + rdx]
+    and word [rax - 2], ~FM5_STATUS_FREE & 0xFFFF
+    ret
+.next_arena:
+    add r8, FM5_SMALL_ARENA_STRIDE
+    dec r11d
+    jnz .arena
+    jmp .c_twin
+.unlock_then_c_twin:
+    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+.c_twin:
+    jmp fm5_c_get_mem
+END_ROUTINE FastMM_GetMem

@@ -1,0 +1,29 @@
+/* The routines that asm/ implements in NASM, and their C twins.
+ *
+ * Each routine has two bodies: the C twin below (fm5_c_...), always compiled, which is the reference for
+ * behaviour and the slow path the NASM routine falls back to by a tail jump; and, when FM5_ASM is 1, the
+ * NASM routine under the routine's ordinary name. When FM5_ASM is 0 the ordinary name is an alias of the
+ * twin (one body, no extra jump), which gives the pure-C DLLs. tests/test_asm_twins.c runs both bodies on
+ * the same inputs. */
+#ifndef FM5_ASM_TWINS_H
+#define FM5_ASM_TWINS_H
+
+#include "fm5.h"
+#include "platform.h"
+
+/* Twins of FastMM_GetMem, FastMM_FreeMem and FastMM_ReallocMem: the complete C entry points. */
+void *FM5_CALL fm5_c_get_mem(size_t size);
+int FM5_CALL fm5_c_free_mem(void *p);
+void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
+
+/* Twins of the debug fills (debug_fill.h) and of the freed-pattern check (debug_freed_check.h). */
+void fm5_c_debug_fill_allocated(void *user, size_t size);
+void fm5_c_debug_fill_freed(void *user, size_t size);
+int fm5_c_debug_freed_pattern_intact(const void *user, size_t size);
+
+#if !FM5_ASM
+/* Gives `name` the twin's body: used right after the twin's definition. */
+#  define FM5_PUBLIC_NAME_OF_TWIN(twin) __attribute__((alias(#twin)))
+#endif
+
+#endif
