@@ -1,0 +1,84 @@
+; The debug fill patterns for Win32. C twins: fm5_c_debug_fill_allocated and fm5_c_debug_fill_freed
+; (src/debug_fill.c). Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is one
+; rep stosb (a cdecl routine cannot tail-jump to memset, which takes one argument more); below it, at
+; most one byte, one word, one dword and four qwords are stored from the end of the area down, which
+; keeps the qword stores at the area's own alignment.
+; In: [esp + 4] = user area, [esp + 8] = size. The freed fill also writes the freed-object marker into
+; the first pointer of an area big enough to be an object; the slot's second dword keeps the fill.
+
+%include "fm5_layout.inc"
+%include "routine.inc"
+
+extern fm5_freed_object_class_table
+
+%define ALLOCATED_FILL_DWORD (FM5_DEBUG_ALLOCATED_FILL_BYTE * 0x01010101)
+%define FREED_FILL_DWORD (FM5_DEBUG_FREED_FILL_BYTE * 0x01010101)
+
+%if FM5_DEBUG_BULK_FILL_MINIMUM_SIZE > 5 * 8
+%error "the scalar stores below cover at most four qwords and the odd bytes"
+%endif
+%if FM5_DEBUG_FREED_OBJECT_SLOT_SIZE != 2 * FM5_POINTER_SIZE
+%error "on Win32 the marker is the slot's first dword"
+%endif
+
+ROUTINE fm5_debug_fill_allocated
+    mov ecx, [esp + 4]
+    mov edx, [esp + 8]
+    mov eax, ALLOCATED_FILL_DWORD
+    cmp edx, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+    jb fm5_debug_fill_scalar_stores
+    jmp fm5_debug_fill_bulk
+END_ROUTINE fm5_debug_fill_allocated
+
+ROUTINE fm5_debug_fill_freed
+    mov ecx, [esp + 4]
+    mov edx, [esp + 8]
+    mov eax, FREED_FILL_DWORD
+    cmp edx, FM5_DEBUG_FREED_OBJECT_MINIMUM_SIZE
+    jb fm5_debug_fill_scalar_stores     ; too small for a marker, and below the bulk size
+    mov dword [ecx], fm5_freed_object_class_table + FM5_FREED_OBJECT_MARKER_OFFSET
+    mov [ecx + FM5_POINTER_SIZE], eax
+    ; The bulk/scalar choice goes by the user size, as seed 000 measured it.
+    cmp edx, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+    lea ecx, [ecx + FM5_DEBUG_FREED_OBJECT_SLOT_SIZE]
+    lea edx, [edx - FM5_DEBUG_FREED_OBJECT_SLOT_SIZE]
+    jb fm5_debug_fill_scalar_stores
+    jmp fm5_debug_fill_bulk
+END_ROUTINE fm5_debug_fill_freed
+
+; In: ecx = area, edx = size, al = the pattern byte.
+ROUTINE fm5_debug_fill_bulk
+    push edi
+    mov edi, ecx
+    mov ecx, edx
+    rep stosb
+    pop edi
+    ret
+END_ROUTINE fm5_debug_fill_bulk
+
+; In: ecx = area, edx = size (below FM5_DEBUG_BULK_FILL_MINIMUM_SIZE), eax = the pattern in every byte.
+ROUTINE fm5_debug_fill_scalar_stores
+    test dl, 1
+    jz .odd_byte_done
+    dec edx
+    mov [ecx + edx], al
+.odd_byte_done:
+    test dl, 2
+    jz .word_done
+    sub edx, 2
+    mov [ecx + edx], ax
+.word_done:
+    test dl, 4
+    jz .qwords
+    sub edx, 4
+    mov [ecx + edx], eax
+.qwords:
+    test edx, edx
+    jz .done
+    sub edx, 8
+    mov [ecx + edx], eax
+    mov [ecx + edx + 4], eax
+    jmp .qwords
+.done:
+    ret
+END_ROUTINE fm5_debug_fill_scalar_stores

@@ -1,0 +1,107 @@
+; FastMM_GetMem for Win32. C twin: fm5_c_get_mem (src/memory_manager.c) with the first pass of
+; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the
+; first partially-free span when the manager is idle and its lock can be had, else feed the next block
+; from the end of the current span lock-free (cmpxchg8b on the offset and its change counter). What the
+; first pass cannot do here - blocks waiting on a pending-free list, a freed debug block that must be
+; checked before reuse, a new span, sizes above the small range, debug and erase modes - tail-jumps to
+; the C twin, which starts over.
+; In: [esp + 4] = size. Out: eax = the block.
+
+%include "fm5_layout.inc"
+%include "routine.inc"
+
+extern fm5_c_get_mem
+extern fm5_small_lookup
+extern fm5_small_managers
+extern fm5_debug_mode_active
+extern fm5_erase_allocated_active
+
+ROUTINE FastMM_GetMem
+    mov ecx, [esp + 4]
+    cmp ecx, FM5_MAXIMUM_SMALL_USER_SIZE
+    ja .c_twin
+    mov eax, [fm5_debug_mode_active]
+    or eax, [fm5_erase_allocated_active]
+    jnz .c_twin
+    push ebx
+    push esi
+    push edi
+    push ebp
+    inc ecx
+    shr ecx, FM5_SMALL_GRANULARITY_SHIFT
+    movzx esi, byte [fm5_small_lookup + ecx]
+    shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
+    add esi, fm5_small_managers         ; the class's manager in arena 0
+    lea ebp, [esi + FM5_SMALL_ARENA_COUNT * FM5_SMALL_ARENA_STRIDE]
+.arena:
+    cmp dword [esi + FM5_MANAGER_LOCKED], 0
+    jne .feed
+    cmp dword [esi + FM5_MANAGER_PENDING_FREE_LIST], 0
+    jne .restore_then_c_twin
+    cmp [esi + FM5_MANAGER_FIRST_PARTIALLY_FREE], esi
+    je .feed
+    mov eax, 1
+    xchg eax, [esi + FM5_MANAGER_LOCKED]
+    test eax, eax
+    jnz .feed
+    mov edx, [esi + FM5_MANAGER_FIRST_PARTIALLY_FREE]
+    cmp edx, esi
+    je .unlock_then_feed
+    mov eax, [edx + FM5_SPAN_FIRST_FREE_BLOCK]
+    test byte [eax - 2], FM5_STATUS_HAS_DEBUG_INFO
+    jnz .unlock_then_c_twin
+    mov ecx, [eax]
+    mov [edx + FM5_SPAN_FIRST_FREE_BLOCK], ecx
+    inc dword [edx + FM5_SPAN_BLOCKS_IN_USE]
+    test ecx, ecx
+    jnz .taken
+    ; The span is full now: off the partially-free list.
+    mov ecx, [edx + FM5_SPAN_PREV_PARTIALLY_FREE]
+    mov ebx, [edx + FM5_SPAN_NEXT_PARTIALLY_FREE]
+    mov [ecx + FM5_SPAN_NEXT_PARTIALLY_FREE], ebx
+    mov [ebx + FM5_SPAN_PREV_PARTIALLY_FREE], ecx
+.taken:
+    and word [eax - 2], ~FM5_STATUS_FREE & 0xFFFF
+    mov dword [esi + FM5_MANAGER_LOCKED], 0
+    jmp .return
+.unlock_then_feed:
+    mov dword [esi + FM5_MANAGER_LOCKED], 0
+.feed:
+    ; feed: low dword the offset of the block last handed out, high dword a change counter. The two
+    ; halves are read separately: a torn pair fails the compare-and-swap. The span is read before the
+    ; compare-and-swap that proves it still belongs to that offset.
+    mov eax, [esi + FM5_MANAGER_FEED]
+    mov edx, [esi + FM5_MANAGER_FEED + 4]
+.feed_again:
+    cmp eax, FM5_SPAN_HEADER_SIZE
+    jbe .next_arena
+    mov edi, [esi + FM5_MANAGER_FEED_SPAN]
+    movzx ebx, word [esi + FM5_MANAGER_BLOCK_SIZE]
+    neg ebx
+    add ebx, eax
+    lea ecx, [edx + 1]
+    lock cmpxchg8b [esi + FM5_MANAGER_FEED]
+    jne .feed_again
+    lea eax, [edi + ebx]
+    and word [eax - 2], ~FM5_STATUS_FREE & 0xFFFF
+.return:
+    pop ebp
+    pop edi
+    pop esi
+    pop ebx
+    ret
+.next_arena:
+    add esi, FM5_SMALL_ARENA_STRIDE
+    cmp esi, ebp
+    jb .arena
+    jmp .restore_then_c_twin
+.unlock_then_c_twin:
+    mov dword [esi + FM5_MANAGER_LOCKED], 0
+.restore_then_c_twin:
+    pop ebp
+    pop edi
+    pop esi
+    pop ebx
+.c_twin:
+    jmp fm5_c_get_mem
+END_ROUTINE FastMM_GetMem
