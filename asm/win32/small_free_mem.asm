@@ -8,6 +8,7 @@
 %include "fm5_layout.inc"
 %include "routine.inc"
 %include "small_block_validation.inc"
+%include "small_block_lists.inc"
 
 extern fm5_c_free_mem
 extern fm5_small_drain_pending_and_unlock
@@ -23,36 +24,11 @@ ROUTINE FastMM_FreeMem
     push esi
     LIVE_SMALL_BLOCK .restore_then_c_twin
     ; esi = span, ebx = manager
-    cmp dword [ebx + FM5_MANAGER_LOCKED], 0
-    jne .queue
-    mov eax, 1
-    xchg eax, [ebx + FM5_MANAGER_LOCKED]
-    test eax, eax
-    jnz .queue
-    ; Under the lock: a block freed meanwhile by another thread is the C twin's to report.
-    test byte [ecx - 2], FM5_STATUS_FREE
-    jnz .unlock_then_c_twin
-    ; The last block of a span releases the span: the C twin's work.
-    cmp dword [esi + FM5_SPAN_BLOCKS_IN_USE], 1
-    jbe .unlock_then_c_twin
-    dec dword [esi + FM5_SPAN_BLOCKS_IN_USE]
-    or word [ecx - 2], FM5_STATUS_FREE
-    mov eax, [esi + FM5_SPAN_FIRST_FREE_BLOCK]
-    mov [ecx], eax
-    mov [esi + FM5_SPAN_FIRST_FREE_BLOCK], ecx
-    test eax, eax
-    jnz .span_listed
-    ; The span had no free block: it goes first on the manager's partially-free list (the manager is
-    ; the list's sentinel).
-    mov eax, [ebx + FM5_MANAGER_FIRST_PARTIALLY_FREE]
-    mov [esi + FM5_SPAN_NEXT_PARTIALLY_FREE], eax
-    mov [esi + FM5_SPAN_PREV_PARTIALLY_FREE], ebx
-    mov [eax + FM5_SPAN_PREV_PARTIALLY_FREE], esi
-    mov [ebx + FM5_MANAGER_FIRST_PARTIALLY_FREE], esi
-.span_listed:
+    TRY_LOCK ebx, eax, .queue
+    FREE_UNDER_LOCK ecx, esi, ebx, eax, .unlock_then_c_twin
     cmp dword [ebx + FM5_MANAGER_PENDING_FREE_LIST], 0
     jne .drain_pending
-    mov dword [ebx + FM5_MANAGER_LOCKED], 0
+    UNLOCK ebx
     xor eax, eax
     pop esi
     pop ebx
@@ -64,27 +40,13 @@ ROUTINE FastMM_FreeMem
     pop ebx
     jmp fm5_small_drain_pending_and_unlock
 .queue:
-    ; Busy manager: mark the block free first, so that any second free of it fails, then push it.
-    movzx eax, word [ecx - 2]
-    test al, FM5_STATUS_FREE
-    jnz .restore_then_c_twin
-    lea edx, [eax + FM5_STATUS_FREE]
-    lock cmpxchg [ecx - 2], dx
-    jne .restore_then_c_twin
-    mov eax, [ebx + FM5_MANAGER_PENDING_FREE_LIST]
-.push:
-    cmp eax, ecx
-    je .queued
-    mov [ecx], eax
-    lock cmpxchg [ebx + FM5_MANAGER_PENDING_FREE_LIST], ecx
-    jne .push
-.queued:
+    QUEUE_PENDING_FREE ecx, ebx, eax, eax, edx, dx, .restore_then_c_twin
     xor eax, eax
     pop esi
     pop ebx
     ret
 .unlock_then_c_twin:
-    mov dword [ebx + FM5_MANAGER_LOCKED], 0
+    UNLOCK ebx
 .restore_then_c_twin:
     pop esi
     pop ebx

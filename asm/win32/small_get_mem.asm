@@ -9,6 +9,7 @@
 
 %include "fm5_layout.inc"
 %include "routine.inc"
+%include "small_block_lists.inc"
 
 extern fm5_c_get_mem
 extern fm5_small_lookup
@@ -34,38 +35,13 @@ ROUTINE FastMM_GetMem
     add esi, fm5_small_managers         ; the class's manager in arena 0
     lea ebp, [esi + FM5_SMALL_ARENA_COUNT * FM5_SMALL_ARENA_STRIDE]
 .arena:
-    cmp dword [esi + FM5_MANAGER_LOCKED], 0
-    jne .feed
-    cmp dword [esi + FM5_MANAGER_PENDING_FREE_LIST], 0
-    jne .restore_then_c_twin
-    cmp [esi + FM5_MANAGER_FIRST_PARTIALLY_FREE], esi
-    je .feed
-    mov eax, 1
-    xchg eax, [esi + FM5_MANAGER_LOCKED]
-    test eax, eax
-    jnz .feed
-    mov edx, [esi + FM5_MANAGER_FIRST_PARTIALLY_FREE]
-    cmp edx, esi
-    je .unlock_then_feed
-    mov eax, [edx + FM5_SPAN_FIRST_FREE_BLOCK]
-    test byte [eax - 2], FM5_STATUS_HAS_DEBUG_INFO
-    jnz .unlock_then_c_twin
-    mov ecx, [eax]
-    mov [edx + FM5_SPAN_FIRST_FREE_BLOCK], ecx
-    inc dword [edx + FM5_SPAN_BLOCKS_IN_USE]
-    test ecx, ecx
-    jnz .taken
-    ; The span is full now: off the partially-free list.
-    mov ecx, [edx + FM5_SPAN_PREV_PARTIALLY_FREE]
-    mov ebx, [edx + FM5_SPAN_NEXT_PARTIALLY_FREE]
-    mov [ecx + FM5_SPAN_NEXT_PARTIALLY_FREE], ebx
-    mov [ebx + FM5_SPAN_PREV_PARTIALLY_FREE], ecx
-.taken:
-    and word [eax - 2], ~FM5_STATUS_FREE & 0xFFFF
-    mov dword [esi + FM5_MANAGER_LOCKED], 0
+    WORTH_LOCKING esi, .feed, .restore_then_c_twin
+    TRY_LOCK esi, eax, .feed
+    TAKE_FIRST_FREE_BLOCK esi, edx, eax, ecx, ebx, .unlock_then_feed, .unlock_then_c_twin
+    UNLOCK esi
     jmp .return
 .unlock_then_feed:
-    mov dword [esi + FM5_MANAGER_LOCKED], 0
+    UNLOCK esi
 .feed:
     ; feed: low dword the offset of the block last handed out, high dword a change counter. The two
     ; halves are read separately: a torn pair fails the compare-and-swap. The span is read before the
@@ -96,7 +72,7 @@ ROUTINE FastMM_GetMem
     jb .arena
     jmp .restore_then_c_twin
 .unlock_then_c_twin:
-    mov dword [esi + FM5_MANAGER_LOCKED], 0
+    UNLOCK esi
 .restore_then_c_twin:
     pop ebp
     pop edi

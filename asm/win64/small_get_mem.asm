@@ -9,6 +9,7 @@
 default rel
 %include "fm5_layout.inc"
 %include "routine.inc"
+%include "small_block_lists.inc"
 
 extern fm5_c_get_mem
 extern fm5_small_lookup
@@ -31,38 +32,13 @@ ROUTINE FastMM_GetMem
     add r8, rax                         ; the class's manager in arena 0
     mov r11d, FM5_SMALL_ARENA_COUNT
 .arena:
-    cmp dword [r8 + FM5_MANAGER_LOCKED], 0
-    jne .feed
-    cmp qword [r8 + FM5_MANAGER_PENDING_FREE_LIST], 0
-    jne .c_twin
-    cmp [r8 + FM5_MANAGER_FIRST_PARTIALLY_FREE], r8
-    je .feed
-    mov eax, 1
-    xchg eax, [r8 + FM5_MANAGER_LOCKED]
-    test eax, eax
-    jnz .feed
-    mov rdx, [r8 + FM5_MANAGER_FIRST_PARTIALLY_FREE]
-    cmp rdx, r8
-    je .unlock_then_feed
-    mov rax, [rdx + FM5_SPAN_FIRST_FREE_BLOCK]
-    test byte [rax - 2], FM5_STATUS_HAS_DEBUG_INFO
-    jnz .unlock_then_c_twin
-    mov r9, [rax]
-    mov [rdx + FM5_SPAN_FIRST_FREE_BLOCK], r9
-    inc dword [rdx + FM5_SPAN_BLOCKS_IN_USE]
-    test r9, r9
-    jnz .taken
-    ; The span is full now: off the partially-free list.
-    mov r9, [rdx + FM5_SPAN_PREV_PARTIALLY_FREE]
-    mov r10, [rdx + FM5_SPAN_NEXT_PARTIALLY_FREE]
-    mov [r9 + FM5_SPAN_NEXT_PARTIALLY_FREE], r10
-    mov [r10 + FM5_SPAN_PREV_PARTIALLY_FREE], r9
-.taken:
-    and word [rax - 2], ~FM5_STATUS_FREE & 0xFFFF
-    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+    WORTH_LOCKING r8, .feed, .c_twin
+    TRY_LOCK r8, eax, .feed
+    TAKE_FIRST_FREE_BLOCK r8, rdx, rax, r9, r10, .unlock_then_feed, .unlock_then_c_twin
+    UNLOCK r8
     ret
 .unlock_then_feed:
-    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+    UNLOCK r8
 .feed:
     ; feed: low dword the offset of the block last handed out, high dword a change counter. The span
     ; is read before the compare-and-swap that proves it still belongs to that offset.
@@ -90,7 +66,7 @@ ROUTINE FastMM_GetMem
     jnz .arena
     jmp .c_twin
 .unlock_then_c_twin:
-    mov dword [r8 + FM5_MANAGER_LOCKED], 0
+    UNLOCK r8
 .c_twin:
     jmp fm5_c_get_mem
 END_ROUTINE FastMM_GetMem
