@@ -22,7 +22,9 @@ wine_dir=build/measure-debug-mode
 scripts/wine-prefix.sh "$wine_dir" setup >&2
 trap 'scripts/wine-prefix.sh "$wine_dir" cleanup >/dev/null' EXIT
 
-run() { # variant workload...
+source scripts/paired-runs.sh
+# debug_mode_ms A|B WORKLOAD...: one process, release (A) or debug mode at stack depth $depth (B).
+debug_mode_ms() {
     local variant=$1; shift
     case "$variant" in
         A) env FM5_DEBUG=0 scripts/wine-run.sh "$wine_dir" "$out/alloc_free_loop.exe" "$@" ;;
@@ -34,15 +36,8 @@ echo "workload,pair,variant,milliseconds" > "$csv"
 for depth in 0 20; do
     for w in "pair 64 1000000" "pair 4096 300000" "pair 65536 30000"; do
         name="$(echo "$w" | awk '{print $1 $2}')-depth$depth"
-        for _ in 1 2; do run A $w >/dev/null; run B $w >/dev/null; done
-        for i in $(seq 1 "$pairs"); do
-            if (( i % 2 )); then first=A second=B; else first=B second=A; fi
-            t1=$(run $first $w); t2=$(run $second $w)
-            echo "$name,$i,$first,$t1" >> "$csv"
-            echo "$name,$i,$second,$t2" >> "$csv"
-            printf '\r%s: pair %d of %d ' "$name" "$i" "$pairs" >&2
-        done
-        echo >&2
+        # shellcheck disable=SC2086 # the workload is its words
+        PAIRED_WARMUPS=2 paired_runs "$csv" "$name" "$pairs" debug_mode_ms $w
     done
 done
 python3 bench/paired_ratio.py "$csv"

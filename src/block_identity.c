@@ -89,25 +89,6 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
     return FM5_LIVE_DEBUG_BLOCK;
 }
 
-size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
-{
-    switch (identity) {
-    case FM5_LIVE_SMALL_BLOCK:
-        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
-    case FM5_LIVE_MEDIUM_BLOCK:
-        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
-    case FM5_LIVE_LARGE_BLOCK:
-        return fm5_large_header_of(user)->block_size - FM5_LARGE_HEADER_SIZE;
-    case FM5_LIVE_DEBUG_BLOCK: {
-        fm5_block_facts outer = { facts->outer_owner, NULL, FM5_NOT_A_BLOCK, NULL };
-        return fm5_live_block_usable_size(facts->owner, (enum fm5_block_identity)facts->outer_identity, &outer) -
-               FM5_DEBUG_HEADER_SIZE;
-    }
-    default:
-        return 0;
-    }
-}
-
 enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
 {
     facts->owner = NULL;
@@ -138,3 +119,23 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
     }
 }
 #endif
+
+/* Both builds: the trusting one of the measurement still reports sizes. */
+size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    case FM5_LIVE_MEDIUM_BLOCK:
+        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    case FM5_LIVE_LARGE_BLOCK:
+        return fm5_large_header_of(user)->block_size - FM5_LARGE_HEADER_SIZE;
+    case FM5_LIVE_DEBUG_BLOCK: {
+        fm5_block_facts outer = { facts->outer_owner, NULL, FM5_NOT_A_BLOCK, NULL };
+        return fm5_live_block_usable_size(facts->owner, (enum fm5_block_identity)facts->outer_identity, &outer) -
+               FM5_DEBUG_HEADER_SIZE;
+    }
+    default:
+        return 0;
+    }
+}

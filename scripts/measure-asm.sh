@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Prices the NASM fast paths: A = the pure-C DLL (preset <arch>-c, FM5_ASM=OFF), B = the NASM DLL (preset
+# <arch>, the shipped build), on malloc+free loops of bench/alloc_free_loop.c. Paired A/B processes in
+# alternation (A first in odd pairs), each sample a fresh process under Wine, 3 warm-ups per workload;
+# bench/paired_ratio.py gives the medians and B's gain over A with a bootstrap 95 % interval. A positive
+# gain is what the NASM paths win.
+#   scripts/measure-asm.sh [win32|win64|both] [pairs]      (default: win64, 25 pairs)
+# PRESET_A and PRESET_B override the presets ({arch} stands for win32 or win64; defaults '{arch}-c' and
+# '{arch}'): PRESET_B='{arch}-c' gives an A/A run of the pure-C DLL against itself, which checks the
+# pipeline and shows the noise floor. PAIRED_WARMUPS overrides the 3 warm-ups.
+# Output on stdout: the command line, the machine, the presets and one table per architecture. Samples:
+# build/measure-asm/runs/<arch>/samples.csv; build trees: build/measure-asm/<preset>; Wine prefix:
+# build/measure-asm/wineprefix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/paired-runs.sh
+. scripts/paired-runs.sh
+
+usage() { echo "usage: $0 [win32|win64|both] [pairs]" >&2; exit 2; }
+case "${1:-win64}" in
+    win32 | win64) arches=("${1:-win64}") ;;
+    both) arches=(win32 win64) ;;
+    *) usage ;;
+esac
+pairs=${2:-25}
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || usage
+preset_a=${PRESET_A:-'{arch}-c'}
+preset_b=${PRESET_B:-'{arch}'}
+
+# Each process takes about 0.4-0.6 s under Wine on the project's 2-core VM with the pure-C DLL (the
+# loop itself 0.36-0.64 s, Wine's start about 0.05 s with the persistent wineserver): 5 workloads x
+# (3 + 25) pairs come to about 3 minutes per architecture. pairN = N-byte malloc, touch, free; ring =
+# free a random slot of a 1024-block ring and allocate a new block (80 % 1-256 B, 15 % up to 2622 B,
+# 5 % medium up to 64 KB). 4096 B is a medium block.
+workloads=("pair 16 30000000" "pair 64 30000000" "pair 1024 30000000" "pair 4096 15000000" "ring 15000000")
+
+bash scripts/setup.sh
+paired_header "$0" "$@"
+dir=build/measure-asm
+declare -A description
+for arch in "${arches[@]}"; do
+    paired_arch "$arch"
+    out=$dir/runs/$arch
+    for v in A B; do
+        if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
+        tree=$dir/$preset
+        paired_build_preset "$preset" "$tree" fm5
+        mkdir -p "$out/$v"
+        cp "$tree/bin/fm5_$bits.dll" "$out/$v/"
+        paired_build_alloc_free_loop "$out/$v"
+        description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
+    done
+done
+
+scripts/wine-prefix.sh "$dir" setup >&2
+trap 'scripts/wine-prefix.sh "$dir" cleanup >/dev/null' EXIT
+
+for arch in "${arches[@]}"; do
+    out=$dir/runs/$arch
+    csv=$out/samples.csv
+    echo "measure-asm: $arch, $pairs pairs" >&2
+    paired_alloc_free_loop_runs "$csv" "$pairs" "$dir" "$out" "${workloads[@]}"
+    echo
+    echo "## $arch: A = ${description[${arch}A]}, B = ${description[${arch}B]}"
+    echo
+    echo "$pairs pairs after ${PAIRED_WARMUPS:-3} warm-ups; samples: $csv"
+    echo
+    python3 bench/paired_ratio.py "$csv"
+done

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Prices the SSE2 freed-pattern checker with the seed benchmark: debug mode, stack traces off (depth 0),
+# allocate and free one block of 64 B (the control: its checks are short), 128 B, 1 KiB, 4 KiB and 64 KiB
+# (fm5bench's debug_64, debug_128, debug_1k, debug_4k, debug_64k). A = NASM DLL without the SSE2 checker
+# (preset <arch>-scalar-checker), B = NASM DLL with it (preset <arch>, the shipped build). bench/run.py
+# --compare runs them: 3 warm-ups, then A and B in alternation (A first in odd pairs), each sample a fresh
+# process under Wine; the table gives the medians and B's gain over A with a bootstrap 95 % interval.
+#   scripts/measure-sse2-checker.sh [win32|win64|both] [pairs]      (default: win64, 25 pairs)
+# PRESET_A and PRESET_B override the presets ({arch} stands for win32 or win64; defaults
+# '{arch}-scalar-checker' and '{arch}'): PRESET_A='{arch}-c' PRESET_B='{arch}-c' gives an A/A run of the
+# pure-C DLL against itself, which checks the pipeline and shows the noise floor. SCALE overrides
+# fm5bench's --scale (default 3), PAIRED_WARMUPS the 3 warm-ups.
+# Output on stdout: the command line, the machine, the presets and one table per architecture. Samples:
+# build/measure-sse2-checker/runs/<arch>/samples.csv, with run.py's own report in results/ beside it;
+# build trees: build/measure-sse2-checker/<preset>; Wine prefix: build/measure-sse2-checker/wineprefix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/paired-runs.sh
+. scripts/paired-runs.sh
+
+usage() { echo "usage: $0 [win32|win64|both] [pairs]" >&2; exit 2; }
+case "${1:-win64}" in
+    win32 | win64) arches=("${1:-win64}") ;;
+    both) arches=(win32 win64) ;;
+    *) usage ;;
+esac
+pairs=${2:-25}
+[[ $pairs =~ ^[1-9][0-9]*$ ]] || usage
+preset_a=${PRESET_A:-'{arch}-scalar-checker'}
+preset_b=${PRESET_B:-'{arch}'}
+# At scale 1 the loops take 0.12-0.25 s under Wine on the project's 2-core VM (pure-C DLL); at scale 3
+# a process takes about 0.4-0.8 s, Wine's start included: 5 workloads x (3 + 25) pairs come to about
+# 4 minutes per architecture.
+scale=${SCALE:-3}
+workloads=debug_64,debug_128,debug_1k,debug_4k,debug_64k
+
+bash scripts/setup.sh
+paired_header "$0" "$@"
+dir=build/measure-sse2-checker
+declare -A description
+for arch in "${arches[@]}"; do
+    paired_arch "$arch"
+    out=$dir/runs/$arch
+    for v in A B; do
+        if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
+        tree=$dir/$preset
+        paired_build_preset "$preset" "$tree" fm5 fm5bench
+        mkdir -p "$out/$v"
+        cp "$tree/bin/fm5_$bits.dll" "$out/$v/"
+        description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
+    done
+    # fm5bench loads the DLL named by the allocator spec; B's tree gives the program.
+    cp "$tree/bin/fm5bench.exe" "$out/"
+done
+
+scripts/wine-prefix.sh "$dir" setup >&2
+trap 'scripts/wine-prefix.sh "$dir" cleanup >/dev/null' EXIT
+
+# The DLL's path as Wine's programs see it (Wine maps / to drive Z:).
+windows_path() { local path; path=$(realpath "$1"); echo "Z:${path//\//\\}"; }
+for arch in "${arches[@]}"; do
+    paired_arch "$arch"
+    out=$dir/runs/$arch
+    spec_a="fm5:$(windows_path "$out/A/fm5_$bits.dll")"
+    spec_b="fm5:$(windows_path "$out/B/fm5_$bits.dll")"
+    # run.py's own report (results.md) stays in $out/results; the table below is paired_ratio.py's, as
+    # in the other measure-*.sh scripts.
+    python3 bench/run.py --compare "$spec_a,$spec_b" --arch "$arch" --workloads "$workloads" \
+        --pairs "$pairs" --warmups "${PAIRED_WARMUPS:-3}" --scale "$scale" --out "$out/results" \
+        --bench-cmd "scripts/wine-run.sh $dir $out/fm5bench.exe" >/dev/null
+    csv=$out/samples.csv
+    # run.py goes on without an allocator whose sample failed: here that is an error.
+    python3 - "$out/results" "$spec_a" >"$csv" <<'EOF'
+import csv
+import json
+import os
+import sys
+failures = json.load(open(os.path.join(sys.argv[1], "meta.json")))["failures"]
+for f in failures:
+    print(f"measure-sse2-checker: {f['workload']} {f['allocator']}: {f['error']}", file=sys.stderr)
+if failures:
+    sys.exit(1)
+print("workload,pair,variant,milliseconds")
+for row in csv.DictReader(open(os.path.join(sys.argv[1], "results.csv"), newline="")):
+    variant = "A" if row["allocator"] == sys.argv[2] else "B"
+    print(f"{row['workload']},{row['round']},{variant},{row['ms']}")
+EOF
+    echo
+    echo "## $arch: A = ${description[${arch}A]}, B = ${description[${arch}B]}"
+    echo
+    echo "$pairs pairs after ${PAIRED_WARMUPS:-3} warm-ups, fm5bench --scale $scale; samples: $csv"
+    echo
+    python3 bench/paired_ratio.py "$csv"
+done
