@@ -105,7 +105,7 @@ static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
 }
 
 /* Everything but a live small block, and every failure, with its event. */
-static FM5_NOINLINE int free_mem_slow(void *p)
+FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 {
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
@@ -134,7 +134,7 @@ int FM5_CALL fm5_c_free_mem(void *p)
                 return 0;
         }
     }
-    return free_mem_slow(p);
+    return fm5_c_free_mem_slow_path(p);
 }
 
 #if !FM5_ASM

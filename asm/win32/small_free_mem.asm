@@ -2,7 +2,8 @@
 ; (src/small_blocks.c). Frees a live small block under its manager's lock, or queues it on the manager's
 ; pending-free list when the lock is busy, so that a free never waits. Everything else - medium and
 ; large blocks, debug blocks, erase mode, the block that would empty its span, any pointer that fails a
-; check - tail-jumps to the C twin, which decides again from scratch and reports misuse.
+; check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a block whose
+; status word says medium, large or debug enters it past the small-block tests already made).
 ; In: [esp + 4] = pointer. Out: eax = 0, or the twin's result.
 
 %include "fm5_layout.inc"
@@ -11,6 +12,7 @@
 %include "small_block_lists.inc"
 
 extern fm5_c_free_mem
+extern fm5_c_free_mem_slow_path
 extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
 
@@ -22,7 +24,7 @@ ROUTINE FastMM_FreeMem
     mov ecx, [esp + 4]
     push ebx
     push esi
-    LIVE_SMALL_BLOCK .restore_then_c_twin
+    LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_slow_path
     ; esi = span, ebx = manager
     TRY_LOCK ebx, eax, .queue
     FREE_UNDER_LOCK ecx, esi, ebx, eax, .unlock_then_c_twin
@@ -52,4 +54,8 @@ ROUTINE FastMM_FreeMem
     pop ebx
 .c_twin:
     jmp fm5_c_free_mem
+.restore_then_slow_path:
+    pop esi
+    pop ebx
+    jmp fm5_c_free_mem_slow_path
 END_ROUTINE FastMM_FreeMem

@@ -19,7 +19,7 @@ ROUTINE FastMM_ReallocMem
     mov ecx, [esp + 4]
     push ebx
     push esi
-    LIVE_SMALL_BLOCK .restore_then_c_twin
+    LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_c_twin
     movzx eax, word [ebx + FM5_MANAGER_BLOCK_SIZE]
     sub eax, FM5_SMALL_HEADER_SIZE
     mov edx, [esp + SAVED + 8]

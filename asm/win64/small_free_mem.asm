@@ -2,7 +2,8 @@
 ; (src/small_blocks.c). Frees a live small block under its manager's lock, or queues it on the manager's
 ; pending-free list when the lock is busy, so that a free never waits. Everything else - medium and
 ; large blocks, debug blocks, erase mode, the block that would empty its span, any pointer that fails a
-; check - tail-jumps to the C twin, which decides again from scratch and reports misuse.
+; check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a block whose
+; status word says medium, large or debug enters it past the small-block tests already made).
 ; In: rcx = pointer. Out: eax = 0, or the twin's result.
 
 default rel
@@ -12,13 +13,14 @@ default rel
 %include "small_block_lists.inc"
 
 extern fm5_c_free_mem
+extern fm5_c_free_mem_slow_path
 extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
 
 ROUTINE FastMM_FreeMem
     cmp dword [fm5_erase_freed_active], 0
     jne .c_twin
-    LIVE_SMALL_BLOCK .c_twin
+    LIVE_SMALL_BLOCK .c_twin, fm5_c_free_mem_slow_path
     ; rdx = span, r8 = manager
     TRY_LOCK r8, eax, .queue
     FREE_UNDER_LOCK rcx, rdx, r8, rax, .unlock_then_c_twin

@@ -3,7 +3,8 @@
 ; first partially-free span when the manager is idle and its lock can be had, else feed the next block
 ; from the end of the current span lock-free. What the first pass cannot do here - blocks waiting on a
 ; pending-free list, a freed debug block that must be checked before reuse, a new span, sizes above the
-; small range, debug and erase modes - tail-jumps to the C twin, which starts over.
+; small range (straight to the medium and large managers), debug and erase modes - tail-jumps to the
+; C twin, which starts over.
 ; In: rcx = size. Out: rax = the block.
 
 default rel
@@ -12,17 +13,18 @@ default rel
 %include "small_block_lists.inc"
 
 extern fm5_c_get_mem
+extern fm5_release_get_mem
 extern fm5_small_lookup
 extern fm5_small_managers
 extern fm5_debug_mode_active
 extern fm5_erase_allocated_active
 
 ROUTINE FastMM_GetMem
-    cmp rcx, FM5_MAXIMUM_SMALL_USER_SIZE
-    ja .c_twin
     mov eax, [fm5_debug_mode_active]
     or eax, [fm5_erase_allocated_active]
     jnz .c_twin
+    cmp rcx, FM5_MAXIMUM_SMALL_USER_SIZE
+    ja fm5_release_get_mem
     lea rax, [rcx + 1]
     shr rax, FM5_SMALL_GRANULARITY_SHIFT
     lea rdx, [fm5_small_lookup]
