@@ -167,24 +167,45 @@ static void *move_block(void *p, enum fm5_block_identity identity, const fm5_blo
     return q;
 }
 
-/* A live small block whose new size keeps it in place (FastMM5 PR #98), found before any other work:
- * the pointer is still validated in full, but nothing is looked up beyond the span. */
-FM5_INLINE int small_block_stays(void *p, size_t new_size)
+/* A small block's reallocation by FastMM5's rules, `span` its proved span: in place (PR #98) when the
+ * new size still fits and the block would not be mostly empty, else moved - upsized with room to grow. */
+static void *realloc_small_block(void *p, size_t new_size, fm5_small_span *span)
 {
-    if (!fm5_status_word_is_ours(p) || fm5_debug_mode_active)
-        return 0;
-    unsigned status = *fm5_status_word(p);
-    if ((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_SMALL)
-        return 0;
-    fm5_small_span *span = fm5_small_block_span(p, status);
-    return span && fm5_small_realloc_stays(new_size, span->manager->block_size - FM5_SMALL_HEADER_SIZE);
+    size_t available = (size_t)span->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    if (fm5_small_realloc_stays(new_size, available))
+        return p;
+    fm5_block_facts facts = { span, NULL, FM5_NOT_A_BLOCK, NULL };
+    if (new_size <= available)
+        return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, new_size, new_size);
+    size_t preferred = 2 * available + FM5_SMALL_UPSIZE_ADDER;
+    return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, preferred > new_size ? preferred : new_size,
+                      available);
 }
 
-/* FastMM_ReallocMem's C twin; asm/ repeats the in-place small-block test and jumps here otherwise. */
+/* The span of a live small block outside debug mode, proved without looking further, or NULL: the
+ * common case of ReallocMem goes straight to realloc_small_block. */
+FM5_INLINE fm5_small_span *live_small_block_span(void *p)
+{
+    if (!fm5_status_word_is_ours(p) || fm5_debug_mode_active)
+        return NULL;
+    unsigned status = *fm5_status_word(p);
+    if ((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_SMALL)
+        return NULL;
+    return fm5_small_block_span(p, status);
+}
+
+void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
+{
+    return realloc_small_block(p, new_size, fm5_small_span_of(p, *fm5_status_word(p)));
+}
+
+/* FastMM_ReallocMem's C twin; asm/ repeats the small-block test and the in-place rule, and jumps to
+ * fm5_c_realloc_moving_small_block or here otherwise. */
 void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
-    if (FM5_LIKELY(small_block_stays(p, new_size)))
-        return p;
+    fm5_small_span *span = live_small_block_span(p);
+    if (FM5_LIKELY(span != NULL))
+        return realloc_small_block(p, new_size, span);
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity < FM5_LIVE_SMALL_BLOCK) {
@@ -201,14 +222,7 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
         return fm5_debug_realloc_ordinary(p, available, new_size);
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
-        if (new_size <= available) {
-            if (fm5_small_realloc_stays(new_size, available))
-                return p;
-            return move_block(p, identity, &facts, new_size, new_size, new_size);
-        } else {
-            size_t preferred = 2 * available + FM5_SMALL_UPSIZE_ADDER;
-            return move_block(p, identity, &facts, new_size, preferred > new_size ? preferred : new_size, available);
-        }
+        return realloc_small_block(p, new_size, facts.owner);
     case FM5_LIVE_MEDIUM_BLOCK:
         if (new_size <= FM5_MAXIMUM_MEDIUM_USER_SIZE && fm5_medium_resize_in_place(p, new_size))
             return p;

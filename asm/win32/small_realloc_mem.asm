@@ -1,7 +1,8 @@
 ; FastMM_ReallocMem for Win32: the in-place small-block fast path of FastMM5 PR #98. C twin:
 ; fm5_c_realloc_mem (src/memory_manager.c), whose first test is the same rule (src/realloc_rules.h): a
 ; live small block whose new size still fits its class, and is not so small that the block would be
-; mostly empty, is returned at once. Everything else tail-jumps to the C twin.
+; mostly empty, is returned at once; one that must move goes to the twin's mover for small blocks,
+; which does not identify it again. Everything else tail-jumps to the C twin.
 ; In: [esp + 4] = pointer, [esp + 8] = new size. Out: eax = the block.
 
 %include "fm5_layout.inc"
@@ -9,6 +10,7 @@
 %include "small_block_validation.inc"
 
 extern fm5_c_realloc_mem
+extern fm5_c_realloc_moving_small_block
 extern fm5_debug_mode_active
 
 %define SAVED 8                         ; ebx and esi
@@ -24,15 +26,19 @@ ROUTINE FastMM_ReallocMem
     sub eax, FM5_SMALL_HEADER_SIZE
     mov edx, [esp + SAVED + 8]
     cmp edx, eax
-    ja .restore_then_c_twin
+    ja .moves
     ; edx <= usable, so the product cannot overflow
     lea edx, [edx * 4 + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
     cmp edx, eax
-    jb .restore_then_c_twin
+    jb .moves
     mov eax, ecx
     pop esi
     pop ebx
     ret
+.moves:
+    pop esi
+    pop ebx
+    jmp fm5_c_realloc_moving_small_block
 .restore_then_c_twin:
     pop esi
     pop ebx

@@ -1,7 +1,8 @@
 ; FastMM_ReallocMem for Win64: the in-place small-block fast path of FastMM5 PR #98. C twin:
 ; fm5_c_realloc_mem (src/memory_manager.c), whose first test is the same rule (src/realloc_rules.h): a
 ; live small block whose new size still fits its class, and is not so small that the block would be
-; mostly empty, is returned at once. Everything else tail-jumps to the C twin.
+; mostly empty, is returned at once; one that must move goes to the twin's mover for small blocks,
+; which does not identify it again. Everything else tail-jumps to the C twin.
 ; In: rcx = pointer, rdx = new size. Out: rax = the block.
 
 default rel
@@ -10,6 +11,7 @@ default rel
 %include "small_block_validation.inc"
 
 extern fm5_c_realloc_mem
+extern fm5_c_realloc_moving_small_block
 extern fm5_debug_mode_active
 
 ROUTINE FastMM_ReallocMem
@@ -20,13 +22,16 @@ ROUTINE FastMM_ReallocMem
     movzx eax, word [r8 + FM5_MANAGER_BLOCK_SIZE]
     sub eax, FM5_SMALL_HEADER_SIZE
     cmp r11, rax
-    ja .c_twin
+    ja .moves
     ; r11 <= usable, so the product cannot overflow
     lea r9, [r11 * 4 + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
     cmp r9, rax
-    jb .c_twin
+    jb .moves
     mov rax, rcx
     ret
+.moves:
+    mov rdx, r11
+    jmp fm5_c_realloc_moving_small_block
 .c_twin:
     mov rdx, r11
     jmp fm5_c_realloc_mem
