@@ -11,6 +11,9 @@
 # Output on stdout: the command line, the machine, the presets and one table per architecture. Samples:
 # build/measure-asm/runs/<arch>/samples.csv; build trees: build/measure-asm/<preset>; Wine prefix:
 # build/measure-asm/wineprefix.
+# FM5BENCH_PAIRS=N (default 0: not run) adds, per architecture, the fm5bench release workloads (all but
+# debug mode and the echo servers) as N alternating pairs through bench/run.py --compare, at
+# FM5BENCH_SCALE (default 0.1): the broad view of where the asm wins, ties or loses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/paired-runs.sh
@@ -33,6 +36,9 @@ preset_b=${PRESET_B:-'{arch}'}
 # free a random slot of a 1024-block ring and allocate a new block (80 % 1-256 B, 15 % up to 2622 B,
 # 5 % medium up to 64 KB). 4096 B is a medium block.
 workloads=("pair 16 30000000" "pair 64 30000000" "pair 1024 30000000" "pair 4096 15000000" "ring 15000000")
+fm5bench_pairs=${FM5BENCH_PAIRS:-0}
+fm5bench_scale=${FM5BENCH_SCALE:-0.1}
+fm5bench_workloads='realloc_*,small_upsize,tiny_downsize,verysmall_downsize,address_space_creep*,large_block_spread,st_*,mt_*,raw_perf_*,allocmem,validate*,larson,xmalloc,cache_scratch,glibc_simple,malloc_large'
 
 bash scripts/setup.sh
 paired_header "$0" "$@"
@@ -44,12 +50,14 @@ for arch in "${arches[@]}"; do
     for v in A B; do
         if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
         tree=$dir/$preset
-        paired_build_preset "$preset" "$tree" fm5
+        paired_build_preset "$preset" "$tree" fm5 fm5bench
         mkdir -p "$out/$v"
         cp "$tree/bin/fm5_$bits.dll" "$out/$v/"
         paired_build_alloc_free_loop "$out/$v"
         description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
     done
+    # fm5bench loads the DLL named by the allocator spec; B's tree gives the program.
+    cp "$tree/bin/fm5bench.exe" "$out/"
 done
 
 scripts/wine-prefix.sh "$dir" setup >&2
@@ -67,3 +75,18 @@ for arch in "${arches[@]}"; do
     echo
     python3 bench/paired_ratio.py "$csv"
 done
+if ((fm5bench_pairs > 0)); then
+    for arch in "${arches[@]}"; do
+        paired_arch "$arch"
+        out=$dir/runs/$arch
+        csv=$out/fm5bench-samples.csv
+        echo "measure-asm: $arch, fm5bench release workloads, $fm5bench_pairs pairs" >&2
+        paired_fm5bench_compare "$csv" "$dir" "$out" "$fm5bench_workloads" "$fm5bench_pairs" "$fm5bench_scale"
+        echo
+        echo "## $arch, fm5bench release workloads: A = ${description[${arch}A]}, B = ${description[${arch}B]}"
+        echo
+        echo "$fm5bench_pairs pairs after ${PAIRED_WARMUPS:-3} warm-ups, fm5bench --scale $fm5bench_scale; samples: $csv"
+        echo
+        python3 bench/paired_ratio.py "$csv"
+    done
+fi

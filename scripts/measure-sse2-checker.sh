@@ -56,35 +56,11 @@ done
 scripts/wine-prefix.sh "$dir" setup >&2
 trap 'scripts/wine-prefix.sh "$dir" cleanup >/dev/null' EXIT
 
-# The DLL's path as Wine's programs see it (Wine maps / to drive Z:).
-windows_path() { local path; path=$(realpath "$1"); echo "Z:${path//\//\\}"; }
 for arch in "${arches[@]}"; do
     paired_arch "$arch"
     out=$dir/runs/$arch
-    spec_a="fm5:$(windows_path "$out/A/fm5_$bits.dll")"
-    spec_b="fm5:$(windows_path "$out/B/fm5_$bits.dll")"
-    # run.py's own report (results.md) stays in $out/results; the table below is paired_ratio.py's, as
-    # in the other measure-*.sh scripts.
-    python3 bench/run.py --compare "$spec_a,$spec_b" --arch "$arch" --workloads "$workloads" \
-        --pairs "$pairs" --warmups "${PAIRED_WARMUPS:-3}" --scale "$scale" --out "$out/results" \
-        --bench-cmd "scripts/wine-run.sh $dir $out/fm5bench.exe" >/dev/null
     csv=$out/samples.csv
-    # run.py goes on without an allocator whose sample failed: here that is an error.
-    python3 - "$out/results" "$spec_a" >"$csv" <<'EOF'
-import csv
-import json
-import os
-import sys
-failures = json.load(open(os.path.join(sys.argv[1], "meta.json")))["failures"]
-for f in failures:
-    print(f"measure-sse2-checker: {f['workload']} {f['allocator']}: {f['error']}", file=sys.stderr)
-if failures:
-    sys.exit(1)
-print("workload,pair,variant,milliseconds")
-for row in csv.DictReader(open(os.path.join(sys.argv[1], "results.csv"), newline="")):
-    variant = "A" if row["allocator"] == sys.argv[2] else "B"
-    print(f"{row['workload']},{row['round']},{variant},{row['ms']}")
-EOF
+    paired_fm5bench_compare "$csv" "$dir" "$out" "$workloads" "$pairs" "$scale"
     echo
     echo "## $arch: A = ${description[${arch}A]}, B = ${description[${arch}B]}"
     echo

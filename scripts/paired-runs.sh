@@ -3,8 +3,9 @@
 # a fresh process; bench/paired_ratio.py turns the samples into medians and B's gain over A.
 # shellcheck shell=bash
 
-# paired_arch win32|win64: sets cc (the MinGW compiler) and bits for the architecture.
+# paired_arch win32|win64: sets arch, cc (the MinGW compiler) and bits for the architecture.
 paired_arch() {
+    arch=$1
     case "$1" in
         win32) cc=i686-w64-mingw32-gcc bits=32 ;;
         win64) cc=x86_64-w64-mingw32-gcc bits=64 ;;
@@ -102,4 +103,40 @@ paired_sample() {
         exit 1
     fi
     echo "$ms"
+}
+
+# paired_windows_path PATH: PATH as Wine's programs see it (Wine maps / to drive Z:).
+paired_windows_path() {
+    local path
+    path=$(realpath "$1")
+    echo "Z:${path//\//\\}"
+}
+
+# paired_fm5bench_compare CSV WINE_DIR DIR WORKLOADS PAIRS SCALE: bench/run.py --compare of
+# DIR/A/fm5_<bits>.dll against DIR/B/fm5_<bits>.dll, run by DIR/fm5bench.exe under the Wine prefix of
+# WINE_DIR (uses arch and bits of paired_arch): PAIRED_WARMUPS (default 3) warm-ups, then PAIRS
+# alternating pairs of WORKLOADS (run.py's comma list) at fm5bench --scale SCALE. run.py's own report
+# stays in DIR/results; CSV gets the samples in paired_ratio.py's form. A failed sample is an error.
+paired_fm5bench_compare() {
+    local csv=$1 wine_dir=$2 dir=$3 workloads=$4 pairs=$5 scale=$6 spec_a spec_b
+    spec_a="fm5:$(paired_windows_path "$dir/A/fm5_$bits.dll")"
+    spec_b="fm5:$(paired_windows_path "$dir/B/fm5_$bits.dll")"
+    python3 bench/run.py --compare "$spec_a,$spec_b" --arch "$arch" --workloads "$workloads" \
+        --pairs "$pairs" --warmups "${PAIRED_WARMUPS:-3}" --scale "$scale" --out "$dir/results" \
+        --bench-cmd "scripts/wine-run.sh $wine_dir $dir/fm5bench.exe" >/dev/null
+    python3 - "$dir/results" "$spec_a" >"$csv" <<'EOF'
+import csv
+import json
+import os
+import sys
+failures = json.load(open(os.path.join(sys.argv[1], "meta.json")))["failures"]
+for f in failures:
+    print(f"paired-runs: {f['workload']} {f['allocator']}: {f['error']}", file=sys.stderr)
+if failures:
+    sys.exit(1)
+print("workload,pair,variant,milliseconds")
+for row in csv.DictReader(open(os.path.join(sys.argv[1], "results.csv"), newline="")):
+    variant = "A" if row["allocator"] == sys.argv[2] else "B"
+    print(f"{row['workload']},{row['round']},{variant},{row['ms']}")
+EOF
 }
