@@ -19,14 +19,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/paired-runs.sh
 . scripts/paired-runs.sh
 
-usage() { echo "usage: $0 [win32|win64|both] [pairs]" >&2; exit 2; }
-case "${1:-win64}" in
-    win32 | win64) arches=("${1:-win64}") ;;
-    both) arches=(win32 win64) ;;
-    *) usage ;;
-esac
-pairs=${2:-25}
-[[ $pairs =~ ^[1-9][0-9]*$ ]] || usage
+paired_arguments "$@"
 preset_a=${PRESET_A:-'{arch}-c'}
 preset_b=${PRESET_B:-'{arch}'}
 
@@ -44,20 +37,12 @@ bash scripts/setup.sh
 paired_header "$0" "$@"
 dir=build/measure-asm
 declare -A description
+paired_build_variants "$dir" "$preset_a" "$preset_b"
 for arch in "${arches[@]}"; do
     paired_arch "$arch"
-    out=$dir/runs/$arch
     for v in A B; do
-        if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
-        tree=$dir/$preset
-        paired_build_preset "$preset" "$tree" fm5 fm5bench
-        mkdir -p "$out/$v"
-        cp "$tree/bin/fm5_$bits.dll" "$out/$v/"
-        paired_build_alloc_free_loop "$out/$v"
-        description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
+        paired_build_alloc_free_loop "$dir/runs/$arch/$v"
     done
-    # fm5bench loads the DLL named by the allocator spec; B's tree gives the program.
-    cp "$tree/bin/fm5bench.exe" "$out/"
 done
 
 scripts/wine-prefix.sh "$dir" setup >&2

@@ -18,14 +18,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/paired-runs.sh
 . scripts/paired-runs.sh
 
-usage() { echo "usage: $0 [win32|win64|both] [pairs]" >&2; exit 2; }
-case "${1:-win64}" in
-    win32 | win64) arches=("${1:-win64}") ;;
-    both) arches=(win32 win64) ;;
-    *) usage ;;
-esac
-pairs=${2:-25}
-[[ $pairs =~ ^[1-9][0-9]*$ ]] || usage
+paired_arguments "$@"
 preset_a=${PRESET_A:-'{arch}-scalar-checker'}
 preset_b=${PRESET_B:-'{arch}'}
 # At scale 1 the loops take 0.12-0.25 s under Wine on the project's 2-core VM (pure-C DLL); at scale 3
@@ -38,20 +31,7 @@ bash scripts/setup.sh
 paired_header "$0" "$@"
 dir=build/measure-sse2-checker
 declare -A description
-for arch in "${arches[@]}"; do
-    paired_arch "$arch"
-    out=$dir/runs/$arch
-    for v in A B; do
-        if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
-        tree=$dir/$preset
-        paired_build_preset "$preset" "$tree" fm5 fm5bench
-        mkdir -p "$out/$v"
-        cp "$tree/bin/fm5_$bits.dll" "$out/$v/"
-        description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
-    done
-    # fm5bench loads the DLL named by the allocator spec; B's tree gives the program.
-    cp "$tree/bin/fm5bench.exe" "$out/"
-done
+paired_build_variants "$dir" "$preset_a" "$preset_b"
 
 scripts/wine-prefix.sh "$dir" setup >&2
 trap 'scripts/wine-prefix.sh "$dir" cleanup >/dev/null' EXIT

@@ -3,6 +3,40 @@
 # a fresh process; bench/paired_ratio.py turns the samples into medians and B's gain over A.
 # shellcheck shell=bash
 
+# paired_arguments "$@": the measure scripts' arguments [win32|win64|both] [pairs] (defaults win64 and
+# 25); sets the array arches and pairs, or prints the usage and exits 2.
+paired_arguments() {
+    local usage="usage: $0 [win32|win64|both] [pairs]"
+    case "${1:-win64}" in
+        win32 | win64) arches=("${1:-win64}") ;;
+        both) arches=(win32 win64) ;;
+        *) echo "$usage" >&2; exit 2 ;;
+    esac
+    pairs=${2:-25}
+    [[ $pairs =~ ^[1-9][0-9]*$ ]] || { echo "$usage" >&2; exit 2; }
+}
+
+# paired_build_variants DIR PRESET_A PRESET_B: for each architecture of arches, builds the two presets
+# ({arch} in a name stands for the architecture) into DIR/<preset>, copies their DLLs to
+# DIR/runs/<arch>/A and B and B's fm5bench.exe (which loads the DLL an allocator spec names) to
+# DIR/runs/<arch>, and describes each variant in the associative array description[<arch>A|B], which
+# the caller declares.
+paired_build_variants() {
+    local dir=$1 preset_a=$2 preset_b=$3 preset tree v
+    for arch in "${arches[@]}"; do
+        paired_arch "$arch"
+        for v in A B; do
+            if [ "$v" = A ]; then preset=${preset_a//'{arch}'/$arch}; else preset=${preset_b//'{arch}'/$arch}; fi
+            tree=$dir/$preset
+            paired_build_preset "$preset" "$tree" fm5 fm5bench
+            mkdir -p "$dir/runs/$arch/$v"
+            cp "$tree/bin/fm5_$bits.dll" "$dir/runs/$arch/$v/"
+            description[$arch$v]="$preset ($(paired_preset_options "$tree"))"
+        done
+        cp "$tree/bin/fm5bench.exe" "$dir/runs/$arch/"
+    done
+}
+
 # paired_arch win32|win64: sets arch, cc (the MinGW compiler) and bits for the architecture.
 paired_arch() {
     arch=$1

@@ -67,15 +67,10 @@ static int agree_at(int ok, const char *expr, const char *file, int line, const 
     if (ok)
         return 1;
     mismatches++;
-    InterlockedIncrement(&tu_failed);
-    if (tu_report_failure_allowed()) {
-        char text[768];
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(text, sizeof text, fmt, args);
-        va_end(args);
-        printf("MISMATCH %s:%d: %s (%s)\n", file, line, text, expr);
-    }
+    va_list args;
+    va_start(args, fmt);
+    tu_vfail("MISMATCH", expr, file, line, fmt, args);
+    va_end(args);
     return 0;
 }
 

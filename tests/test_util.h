@@ -98,21 +98,30 @@ static inline int tu_check(int ok, const char *expr, const char *file, int line)
 
 static inline int tu_check_msg(int ok, const char *expr, const char *file, int line, const char *fmt, ...)
     __attribute__((format(gnu_printf, 5, 6)));
+/* Counts a failure and, within the report limit, prints it as "<tag> file:line: expr (message)". */
+static inline void tu_vfail(const char *tag, const char *expr, const char *file, int line, const char *fmt,
+                            va_list args) __attribute__((format(gnu_printf, 5, 0)));
+static inline void tu_vfail(const char *tag, const char *expr, const char *file, int line, const char *fmt,
+                            va_list args)
+{
+    InterlockedIncrement(&tu_failed);
+    if (tu_report_failure_allowed()) {
+        char text[768];
+        vsnprintf(text, sizeof text, fmt, args);
+        printf("%s %s:%d: %s (%s)\n", tag, file, line, expr, text);
+    }
+}
+
 static inline int tu_check_msg(int ok, const char *expr, const char *file, int line, const char *fmt, ...)
 {
     if (ok) {
         InterlockedIncrement(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
-    if (tu_report_failure_allowed()) {
-        char text[768];
-        va_list args;
-        va_start(args, fmt);
-        vsnprintf(text, sizeof text, fmt, args);
-        va_end(args);
-        printf("FAIL %s:%d: %s (%s)\n", file, line, expr, text);
-    }
+    va_list args;
+    va_start(args, fmt);
+    tu_vfail("FAIL", expr, file, line, fmt, args);
+    va_end(args);
     return 0;
 }
 
