@@ -46,6 +46,7 @@ ROUTINE fm5_debug_fill_freed
     jmp fm5_debug_fill_bulk
 END_ROUTINE fm5_debug_fill_freed
 
+; C twin: the memset of fill_pattern (src/debug_fill.c).
 ; In: ecx = area, edx = size, al = the pattern byte.
 ROUTINE fm5_debug_fill_bulk
     push edi
@@ -56,6 +57,7 @@ ROUTINE fm5_debug_fill_bulk
     ret
 END_ROUTINE fm5_debug_fill_bulk
 
+; C twin: fill_with_scalar_stores (src/debug_fill.c).
 ; In: ecx = area, edx = size (below FM5_DEBUG_BULK_FILL_MINIMUM_SIZE), eax = the pattern in every byte.
 ROUTINE fm5_debug_fill_scalar_stores
     test dl, 1
