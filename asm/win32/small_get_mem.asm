@@ -28,13 +28,14 @@ ROUTINE FastMM_GetMem
     push ebx
     push esi
     push edi
-    push ebp
     inc ecx
     shr ecx, FM5_SMALL_GRANULARITY_SHIFT
     movzx esi, byte [fm5_small_lookup + ecx]
     shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
     add esi, fm5_small_managers         ; the class's manager in arena 0
-    lea ebp, [esi + FM5_SMALL_ARENA_COUNT * FM5_SMALL_ARENA_STRIDE]
+    ; The end of the class's managers stays on the stack: ebp keeps the caller's frame chain.
+    lea eax, [esi + FM5_SMALL_ARENA_COUNT * FM5_SMALL_ARENA_STRIDE]
+    push eax
 .arena:
     WORTH_LOCKING esi, .feed, .restore_then_c_twin
     TRY_LOCK esi, eax, .feed
@@ -62,20 +63,20 @@ ROUTINE FastMM_GetMem
     lea eax, [edi + ebx]
     and word [eax - 2], ~FM5_STATUS_FREE & 0xFFFF
 .return:
-    pop ebp
+    add esp, 4
     pop edi
     pop esi
     pop ebx
     ret
 .next_arena:
     add esi, FM5_SMALL_ARENA_STRIDE
-    cmp esi, ebp
+    cmp esi, [esp]
     jb .arena
     jmp .restore_then_c_twin
 .unlock_then_c_twin:
     UNLOCK esi
 .restore_then_c_twin:
-    pop ebp
+    add esp, 4
     pop edi
     pop esi
     pop ebx
