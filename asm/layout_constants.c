@@ -17,9 +17,11 @@
 #include "debug_freed_object.h"
 
 /* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
-_Static_assert(sizeof(fm5_small_manager) == 64, "asm/ assumes 64-byte small-block managers");
+_Static_assert((sizeof(fm5_small_manager) & (sizeof(fm5_small_manager) - 1)) == 0,
+               "asm/ needs a power-of-two small-block manager size");
 _Static_assert(sizeof(((fm5_small_manager *)0)->locked) == 4, "asm/ takes and releases the lock as a dword");
 _Static_assert(sizeof(((fm5_small_manager *)0)->block_size) == 2, "asm/ reads the block size as a word");
+_Static_assert(sizeof *fm5_status_word(0) == 2, "asm/ reads and writes the status word as a word");
 _Static_assert(sizeof(fm5_small_lookup[0]) == 1, "asm/ reads the size-class table as bytes");
 _Static_assert(sizeof(((fm5_small_span *)0)->total_blocks) == 4, "asm/ reads span counts as dwords");
 _Static_assert(sizeof(((fm5_small_span *)0)->blocks_in_use) == 4, "asm/ reads span counts as dwords");
@@ -33,6 +35,8 @@ void fm5_layout_constants(void)
 {
     EMIT(POINTER_SIZE, FM5_POINTER_SIZE);
 
+    /* Where the status word is, from the user pointer (fm5_status_word). */
+    EMIT(STATUS_WORD_OFFSET, -(long long)sizeof *fm5_status_word(0));
     EMIT(STATUS_FREE, FM5_STATUS_FREE);
     EMIT(STATUS_HAS_DEBUG_INFO, FM5_STATUS_HAS_DEBUG_INFO);
     EMIT(STATUS_SMALL, FM5_STATUS_SMALL);

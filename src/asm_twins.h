@@ -10,19 +10,19 @@
 
 #include "fm5.h"
 #include "platform.h"
+#include "memory_manager.h"
 
 /* Twins of FastMM_GetMem, FastMM_FreeMem and FastMM_ReallocMem: the complete C entry points. */
 void *FM5_CALL fm5_c_get_mem(size_t size);
 int FM5_CALL fm5_c_free_mem(void *p);
 void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
 
-/* Where the NASM routines enter the twins past the tests they made themselves: FreeMem of a pointer
- * that is fm5's but whose status word is not a live small block's, GetMem of a size above the small
- * range outside debug and erase modes, and ReallocMem of a live small block that moves. */
+/* Where the NASM routines enter the twins past the tests they made themselves: GetMem of a size above
+ * the small range outside debug and erase modes goes to fm5_release_get_mem (memory_manager.h); FreeMem
+ * of a pointer that is fm5's but whose status word is not a live small block's to the first function
+ * below; ReallocMem of a block proved a live small block, outside debug mode, that does not stay in
+ * place to the second, which moves it by FastMM5's rules without identifying it again. */
 int fm5_c_free_mem_slow_path(void *p);
-void *fm5_release_get_mem(size_t size);
-/* ReallocMem of a block the asm proved to be a live small block, outside debug mode, that does not stay
- * in place: moved by FastMM5's rules without identifying it again. */
 void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 
 /* Twins of the debug fills (debug_fill.h) and of the freed-pattern check (debug_freed_check.h). */

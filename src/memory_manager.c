@@ -104,6 +104,19 @@ static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
         fm5_event_report(kind, p, 0, "the block is already free");
 }
 
+/* The span of a live small block without debug information, proved without looking further, or NULL:
+ * the fast paths of FreeMem and ReallocMem (the asm makes the same tests). */
+FM5_INLINE fm5_small_span *live_small_block_span(void *p)
+{
+    if (FM5_UNLIKELY(!fm5_status_word_is_ours(p)))
+        return NULL;
+    unsigned status = *fm5_status_word(p);
+    if (FM5_UNLIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) !=
+                     FM5_STATUS_SMALL))
+        return NULL;
+    return fm5_small_block_span(p, status);
+}
+
 /* Everything but a live small block, and every failure, with its event. */
 FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 {
@@ -125,14 +138,10 @@ FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 /* FastMM_FreeMem's C twin: asm/ repeats its small-block path and jumps here for everything else. */
 int FM5_CALL fm5_c_free_mem(void *p)
 {
-    if (FM5_LIKELY(fm5_status_word_is_ours(p)) && FM5_LIKELY(!fm5_erase_freed_active)) {
-        unsigned status = *fm5_status_word(p);
-        if (FM5_LIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
-                       FM5_STATUS_SMALL)) {
-            fm5_small_span *span = fm5_small_block_span(p, status);
-            if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_small_free(p, span) == 0))
-                return 0;
-        }
+    if (FM5_LIKELY(!fm5_erase_freed_active)) {
+        fm5_small_span *span = live_small_block_span(p);
+        if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_small_free(p, span) == 0))
+            return 0;
     }
     return fm5_c_free_mem_slow_path(p);
 }
@@ -182,18 +191,6 @@ static void *realloc_small_block(void *p, size_t new_size, fm5_small_span *span)
                       available);
 }
 
-/* The span of a live small block outside debug mode, proved without looking further, or NULL: the
- * common case of ReallocMem goes straight to realloc_small_block. */
-FM5_INLINE fm5_small_span *live_small_block_span(void *p)
-{
-    if (!fm5_status_word_is_ours(p) || fm5_debug_mode_active)
-        return NULL;
-    unsigned status = *fm5_status_word(p);
-    if ((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) != FM5_STATUS_SMALL)
-        return NULL;
-    return fm5_small_block_span(p, status);
-}
-
 void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
 {
     return realloc_small_block(p, new_size, fm5_small_span_of(p, *fm5_status_word(p)));
@@ -203,7 +200,7 @@ void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
  * fm5_c_realloc_moving_small_block or here otherwise. */
 void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
-    fm5_small_span *span = live_small_block_span(p);
+    fm5_small_span *span = fm5_debug_mode_active ? NULL : live_small_block_span(p);
     if (FM5_LIKELY(span != NULL))
         return realloc_small_block(p, new_size, span);
     fm5_block_facts facts;

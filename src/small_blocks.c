@@ -240,9 +240,7 @@ int fm5_small_free(void *user, fm5_small_span *span)
             return -1;
         }
         free_locked(manager, span, user);
-        drain_pending_locked(manager);
-        fm5_unlock(&manager->locked);
-        return 0;
+        return fm5_small_drain_pending_and_unlock(manager);
     }
     /* Busy owner: mark the block free first, so that a second free of it fails, then queue it. */
     uint16_t old = *status;

@@ -77,7 +77,8 @@ FM5_INLINE int fm5_small_is_block_start(const fm5_small_span *span, const fm5_sm
 {
     uintptr_t offset = (uintptr_t)user - ((uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE);
     uint32_t index = (uint32_t)(((uint64_t)(uint32_t)offset * manager->block_size_reciprocal) >> 32);
-    return offset < FM5_SMALL_MAXIMUM_BLOCK_OFFSET && (uintptr_t)index * manager->block_size == offset && index < span->total_blocks;
+    return offset < FM5_SMALL_MAXIMUM_BLOCK_OFFSET && (uintptr_t)index * manager->block_size == offset &&
+           index < span->total_blocks;
 }
 
 void fm5_small_initialize(void);
@@ -86,8 +87,9 @@ void *fm5_small_get_mem(size_t size);
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
-/* The end of a free that found blocks queued on the manager it holds locked: releases them, unlocks and
- * returns 0 (FreeMem's result). The NASM FreeMem tail-jumps here. */
+/* The end of a free under the manager's lock: releases the blocks queued on the manager meanwhile,
+ * unlocks and returns 0 (FreeMem's result). fm5_small_free ends with it; the NASM FreeMem tail-jumps
+ * here when the queue is not empty. */
 int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager);
 
 #endif

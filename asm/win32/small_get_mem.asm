@@ -61,7 +61,7 @@ ROUTINE FastMM_GetMem
     lock cmpxchg8b [esi + FM5_MANAGER_FEED]
     jne .feed_again
     lea eax, [edi + ebx]
-    and word [eax - 2], ~FM5_STATUS_FREE & 0xFFFF
+    and word [eax + FM5_STATUS_WORD_OFFSET], ~FM5_STATUS_FREE & 0xFFFF
 .return:
     add esp, 4
     pop edi

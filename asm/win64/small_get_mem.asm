@@ -60,7 +60,7 @@ ROUTINE FastMM_GetMem
     lock cmpxchg [r8 + FM5_MANAGER_FEED], r10
     jne .feed_again
     lea rax, [r9 + rdx]
-    and word [rax - 2], ~FM5_STATUS_FREE & 0xFFFF
+    and word [rax + FM5_STATUS_WORD_OFFSET], ~FM5_STATUS_FREE & 0xFFFF
     ret
 .next_arena:
     add r8, FM5_SMALL_ARENA_STRIDE
