@@ -3,7 +3,7 @@
 #   make test   build and test every preset in VARIANTS; closes with "N passed, N failed"
 #   make clean  remove the build trees and the shipped files
 # A variant is the name of a configure, build and test preset.
-VARIANTS ?= win32 win64 win32-c win64-c win32-scalar-checker win64-scalar-checker
+VARIANTS ?= win32 win64 win32-c win64-c win32-checked win64-checked win32-scalar-checker win64-scalar-checker
 
 SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h
 SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h
@@ -13,9 +13,9 @@ SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h
 # copy_if_different keeps the shipped files' times when nothing changed.
 all: build
 	@cmake -E copy_if_different build/win32/bin/fm5_32.dll build/win32/lib/fm5_32.lib \
-		build/win32/lib/libfm5_32.dll.a src/fm5.h win32/
+		build/win32/lib/libfm5_32.dll.a include/fm5.h win32/
 	@cmake -E copy_if_different build/win64/bin/fm5_64.dll build/win64/lib/fm5_64.lib \
-		build/win64/lib/libfm5_64.dll.a src/fm5.h win64/
+		build/win64/lib/libfm5_64.dll.a include/fm5.h win64/
 	@echo "shipped: $(SHIP_32) $(SHIP_64)"
 
 setup:

@@ -3,23 +3,43 @@
  * each FM5_LAYOUT line into a %define in fm5_layout.inc), so the values are the compiler's own for the
  * architecture being built, and a NASM routine cannot disagree with the C twin it stands for. */
 #include <stddef.h>
-#include "platform.h"
-#include "size_limits.h"
-#include "arena_counts.h"
-#include "block_status.h"
-#include "small_blocks.h"
-#include "small_block_classes.h"
-#include "address_map.h"
-#include "realloc_rules.h"
-#include "debug_block.h"
-#include "debug_fill.h"
-#include "debug_freed_check.h"
-#include "debug_freed_object.h"
+#include "base/platform.h"
+#include "blocks/geometry.h"
+#include "blocks/block_status.h"
+#include "blocks/small_blocks.h"
+#include "blocks/small_block_classes.h"
+#include "base/address_map.h"
+#include "blocks/realloc_rules.h"
+#include "debug/debug_block_layout.h"
+#include "debug/debug_fill.h"
+#include "debug/debug_freed_check.h"
+#include "debug/debug_freed_object.h"
+#include "debug/debug_mode.h"
+#include "debug/erase_modes.h"
+#include "base/os.h"
 
 /* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
 _Static_assert((sizeof(fm5_small_manager) & (sizeof(fm5_small_manager) - 1)) == 0,
                "asm/ needs a power-of-two small-block manager size");
-_Static_assert(sizeof(((fm5_small_manager *)0)->locked) == 4, "asm/ takes and releases the lock as a dword");
+_Static_assert(sizeof(((fm5_small_manager *)0)->gate.locked) == 4, "asm/ takes and releases the lock as a dword");
+_Static_assert(sizeof(((fm5_small_manager *)0)->feed) == 8 && offsetof(fm5_small_manager, feed) % 8 == 0,
+               "asm/ swaps the feed as one aligned qword (cmpxchg8b on Win32)");
+_Static_assert(offsetof(fm5_small_manager, partially_free) == 0 && offsetof(fm5_small_span, partially_free) == 0,
+               "asm/ compares a span with its manager's address to find the end of the partially-free ring");
+_Static_assert(sizeof(((fm5_small_manager *)0)->gate.pending_free_list) == FM5_POINTER_SIZE,
+               "asm/ pushes on the pending-free list with a pointer-sized compare-and-swap");
+/* The globals asm/ reads, at the widths it reads them. */
+_Static_assert(sizeof fm5_debug_mode_active == 4, "asm/ tests debug mode as a dword");
+_Static_assert(sizeof fm5_erase_allocated_active == 4 && sizeof fm5_erase_freed_active == 4,
+               "asm/ tests the erase modes as dwords");
+_Static_assert(sizeof fm5_cpu_has_sse2 == 1, "asm/ tests SSE2 as a byte");
+#ifdef FM5_WIN32
+_Static_assert(sizeof fm5_granule_owners[0] == 1, "asm/ reads the address map as bytes");
+#else
+_Static_assert(sizeof fm5_granule_leaves[0] == 8 && sizeof *fm5_granule_leaves[0] == 1,
+               "asm/ reads a leaf pointer, then a byte of the leaf");
+#endif
+_Static_assert(sizeof fm5_small_managers[0][0] == sizeof(fm5_small_manager), "asm/ scales slots by the manager size");
 _Static_assert(sizeof(((fm5_small_manager *)0)->block_size) == 2, "asm/ reads the block size as a word");
 _Static_assert(sizeof *fm5_status_word(0) == 2, "asm/ reads and writes the status word as a word");
 _Static_assert(sizeof(fm5_small_lookup[0]) == 1, "asm/ reads the size-class table as bytes");
@@ -53,8 +73,8 @@ void fm5_layout_constants(void)
     EMIT(SMALL_MANAGER_SIZE, sizeof(fm5_small_manager));
     EMIT(SMALL_MANAGER_SIZE_SHIFT, __builtin_ctz(sizeof(fm5_small_manager)));
 
-    EMIT(SPAN_NEXT_PARTIALLY_FREE, offsetof(fm5_small_span, next_partially_free));
-    EMIT(SPAN_PREV_PARTIALLY_FREE, offsetof(fm5_small_span, prev_partially_free));
+    EMIT(SPAN_NEXT_PARTIALLY_FREE, offsetof(fm5_small_span, partially_free.next));
+    EMIT(SPAN_PREV_PARTIALLY_FREE, offsetof(fm5_small_span, partially_free.prev));
     EMIT(SPAN_FIRST_FREE_BLOCK, offsetof(fm5_small_span, first_free_block));
     EMIT(SPAN_MANAGER, offsetof(fm5_small_span, manager));
     EMIT(SPAN_TOTAL_BLOCKS, offsetof(fm5_small_span, total_blocks));
@@ -65,11 +85,11 @@ void fm5_layout_constants(void)
     EMIT(SMALL_MAXIMUM_BLOCK_OFFSET, FM5_SMALL_MAXIMUM_BLOCK_OFFSET);
 
     /* The manager is also its span list's sentinel: its first two fields line up with a span's. */
-    EMIT(MANAGER_FIRST_PARTIALLY_FREE, offsetof(fm5_small_manager, first_partially_free));
+    EMIT(MANAGER_FIRST_PARTIALLY_FREE, offsetof(fm5_small_manager, partially_free.next));
     EMIT(MANAGER_FEED, offsetof(fm5_small_manager, feed));
     EMIT(MANAGER_FEED_SPAN, offsetof(fm5_small_manager, feed_span));
-    EMIT(MANAGER_PENDING_FREE_LIST, offsetof(fm5_small_manager, pending_free_list));
-    EMIT(MANAGER_LOCKED, offsetof(fm5_small_manager, locked));
+    EMIT(MANAGER_PENDING_FREE_LIST, offsetof(fm5_small_manager, gate.pending_free_list));
+    EMIT(MANAGER_LOCKED, offsetof(fm5_small_manager, gate.locked));
     EMIT(MANAGER_BLOCK_SIZE, offsetof(fm5_small_manager, block_size));
     EMIT(MANAGER_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_manager, block_size_reciprocal));
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Checks fm5's binaries against the public header, on the host (no Wine).
 
-  check-exports.py dll --readobj llvm-readobj --header src/fm5.h --def win32/fm5_32.def fm5_32.dll
+  check-exports.py dll --readobj llvm-readobj --header include/fm5.h --def win32/fm5_32.def fm5_32.dll
       The DLL exports exactly the functions that fm5.h declares, undecorated, and imports from
       KERNEL32.dll and msvcrt.dll only. The .def must list the same names.
 
-  check-exports.py msvc-lib --readobj llvm-readobj --header src/fm5.h --bits 32 fm5_32.lib
+  check-exports.py msvc-lib --readobj llvm-readobj --header include/fm5.h --bits 32 fm5_32.lib
       The MSVC import library has one member per header function, with the symbols a compiler
       references (i686: _name and __imp__name, the cdecl decoration) and an import by the plain name.
 

@@ -31,13 +31,13 @@
 #define TU_WATCHDOG_SECONDS 540
 #include "test_util.h"
 
-#include "asm_twins.h"
-#include "initialization.h"
-#include "debug_fill.h"
-#include "debug_freed_check.h"
-#include "debug_freed_object.h"
-#include "small_blocks.h"
-#include "block_status.h"
+#include "api/asm_twins.h"
+#include "api/startup.h"
+#include "debug/debug_fill.h"
+#include "debug/debug_freed_check.h"
+#include "debug/debug_freed_object.h"
+#include "blocks/small_blocks.h"
+#include "blocks/block_status.h"
 
 #define SEED 0xA5A7715ull
 #define KIND_BIT(k) (1u << (k))

@@ -24,10 +24,10 @@
 #include "test_util.h"
 
 #ifdef FM5_STATIC
-#include "initialization.h"
-#include "asm_twins.h"
-#include "debug_fill.h"
-#include "debug_freed_check.h"
+#include "api/startup.h"
+#include "api/asm_twins.h"
+#include "debug/debug_fill.h"
+#include "debug/debug_freed_check.h"
 #if FM5_ASM && FM5_SSE2_CHECKER
 /* Internal to asm/: the checker jumps to it for large areas. Never called; only its address is used. */
 extern void fm5_debug_freed_pattern_intact_sse2(void);

@@ -28,11 +28,11 @@
 /* The routines under test are internal (the DLL exports only the public API), so their sources are
  * compiled into this program. In the NASM build the routines' own names are the asm routines, linked
  * from fm5_asm_routines, and the C sources below provide their twins and what they call. */
-#include "../src/cpu_features.c"
-#include "../src/debug_fill.c"
-#include "../src/debug_freed_check.c"
-#include "../src/debug_freed_object.c"
-#include "../src/text_builder.c"
+#include "../src/base/os_windows.c"
+#include "../src/debug/debug_fill.c"
+#include "../src/debug/debug_freed_check.c"
+#include "../src/debug/debug_freed_object.c"
+#include "../src/base/text_builder.c"
 
 #define SEED 0xDEB6ull
 
@@ -553,7 +553,7 @@ static void multi_range_description(void)
 int main(void)
 {
     tu_init("test_debug_patterns");
-    fm5_detect_cpu_features();
+    fm5_os_detect_processor();
     if (!CHECK(window_create()))
         return test_finish();
     layout();

@@ -1,0 +1,38 @@
+/* The routines that asm/ implements in NASM, and their C twins.
+ *
+ * Each routine has two bodies: the C twin below (fm5_c_...), always compiled, which is the reference for
+ * behaviour and the slow path the NASM routine falls back to by a tail jump; and, when FM5_ASM is 1, the
+ * NASM routine under the routine's ordinary name. When FM5_ASM is 0 the ordinary name is an alias of the
+ * twin (one body, no extra jump), which gives the pure-C DLLs. tests/test_asm_twins.c runs both bodies on
+ * the same inputs. */
+#ifndef FM5_ASM_TWINS_H
+#define FM5_ASM_TWINS_H
+
+#include "fm5.h"
+#include "base/platform.h"
+#include "blocks/release_engine.h"  /* fm5_release_get_mem, fm5_c_realloc_moving_small_block */
+
+/* Twins of FastMM_GetMem, FastMM_FreeMem and FastMM_ReallocMem: the complete C entry points. */
+void *FM5_CALL fm5_c_get_mem(size_t size);
+int FM5_CALL fm5_c_free_mem(void *p);
+void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
+
+/* Where the NASM routines enter the twins past the tests they made themselves: GetMem of a size above
+ * the small range outside debug and erase modes goes to fm5_release_get_mem (blocks/release_engine.h);
+ * FreeMem of a pointer that is fm5's but whose status word is not a live small block's to the function
+ * below; ReallocMem of a block proved a live small block, outside debug mode, that does not stay in
+ * place to fm5_c_realloc_moving_small_block (blocks/release_engine.h), which moves it by FastMM5's
+ * rules without identifying it again. */
+int fm5_c_free_mem_slow_path(void *p);
+
+/* Twins of the debug fills (debug_fill.h) and of the freed-pattern check (debug_freed_check.h). */
+void fm5_c_debug_fill_allocated(void *user, size_t size);
+void fm5_c_debug_fill_freed(void *user, size_t size);
+int fm5_c_debug_freed_pattern_intact(const void *user, size_t size);
+
+#if !FM5_ASM
+/* Gives `name` the twin's body: used right after the twin's definition. */
+#  define FM5_PUBLIC_NAME_OF_TWIN(twin) __attribute__((alias(#twin)))
+#endif
+
+#endif

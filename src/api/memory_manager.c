@@ -1,0 +1,152 @@
+/* FastMM5's core entry points: the release engine (blocks/release_engine.h) unless debug mode or an
+ * erase mode is on, debug blocks to debug mode, and every refusal reported as an event. */
+#include "fm5.h"
+#include "api/asm_twins.h"
+#include "blocks/release_engine.h"
+#include "blocks/block_identity.h"
+#include "blocks/block_status.h"
+#include "base/events.h"
+#include "debug/debug_mode.h"
+#include "debug/debug_blocks.h"
+#include "debug/erase_modes.h"
+#include <string.h>
+
+static FM5_NOINLINE void *get_mem_diverted(size_t size)
+{
+    if (fm5_debug_mode_active)
+        return fm5_debug_get_mem(size, 0);
+    void *p = fm5_release_get_mem_inline(size);
+    if (p && fm5_erase_allocated_active) {
+        fm5_block_facts facts;
+        enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+        memset(p, 0x90, fm5_live_block_usable_size(p, identity, &facts));
+    }
+    return p;
+}
+
+/* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. */
+void *FM5_CALL fm5_c_get_mem(size_t size)
+{
+    if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active))
+        return get_mem_diverted(size);
+    return fm5_release_get_mem_inline(size);
+}
+
+#if !FM5_ASM
+void *FM5_CALL FastMM_GetMem(size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_get_mem);
+#endif
+
+void *FM5_CALL FastMM_AllocMem(size_t size)
+{
+    if (FM5_UNLIKELY(fm5_debug_mode_active))
+        return fm5_debug_get_mem(size, 1);
+    void *p = fm5_release_get_mem_inline(size);
+    /* Large blocks are fresh OS mappings, which are zero-filled. */
+    if (p && size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
+        memset(p, 0, size);
+    return p;
+}
+
+/* A freed block: with its history when it was a debug block whose outer block is still readable. */
+static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
+{
+    if (*fm5_status_word(p) == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE) && facts->owner &&
+        facts->outer_identity == FM5_FREED_BLOCK)
+        fm5_debug_report_freed_block_misuse(kind, p);
+    else
+        fm5_event_report(kind, p, 0, "the block is already free");
+}
+
+/* Everything but a live small block, and every failure, with its event. */
+FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_free_mem(p);
+    if (identity >= FM5_LIVE_SMALL_BLOCK && fm5_erase_freed_active)
+        memset(p, 0x80, fm5_live_block_usable_size(p, identity, &facts));
+    if (FM5_LIKELY(identity >= FM5_LIVE_SMALL_BLOCK) && FM5_LIKELY(fm5_release_free_block(p, identity, &facts) == 0))
+        return 0;
+    if (identity == FM5_NOT_A_BLOCK)
+        fm5_event_report(FastMM_EventInvalidFree, p, 0, facts.problem);
+    else
+        report_freed_block(FastMM_EventDoubleFree, p, &facts);
+    return -1;
+}
+
+/* FastMM_FreeMem's C twin: asm/ repeats its small-block path and jumps here for everything else. */
+int FM5_CALL fm5_c_free_mem(void *p)
+{
+    if (FM5_LIKELY(!fm5_erase_freed_active)) {
+        fm5_small_span *span = fm5_release_live_small_block_span(p);
+        if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_small_free(p, span) == 0))
+            return 0;
+    }
+    return fm5_c_free_mem_slow_path(p);
+}
+
+#if !FM5_ASM
+int FM5_CALL FastMM_FreeMem(void *p) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_free_mem);
+#endif
+
+static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    size_t usable = fm5_live_block_usable_size(p, identity, facts);
+    return identity == FM5_LIVE_DEBUG_BLOCK ? fm5_debug_maximum_user_size(p, usable) : usable;
+}
+
+/* FastMM_ReallocMem's C twin; asm/ repeats the small-block test and the in-place rule, and jumps to
+ * fm5_c_realloc_moving_small_block or here otherwise. */
+void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
+{
+    fm5_small_span *span = fm5_debug_mode_active ? NULL : fm5_release_live_small_block_span(p);
+    if (FM5_LIKELY(span != NULL))
+        return fm5_release_realloc_small_block(p, new_size, span);
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity < FM5_LIVE_SMALL_BLOCK) {
+        if (identity == FM5_NOT_A_BLOCK)
+            fm5_event_report(FastMM_EventInvalidRealloc, p, new_size, facts.problem);
+        else
+            report_freed_block(FastMM_EventReallocOfFreedBlock, p, &facts);
+        return NULL;
+    }
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_realloc_mem(p, new_size);
+    if (FM5_UNLIKELY(fm5_debug_mode_active))
+        return fm5_debug_realloc_ordinary(p, usable_size(p, identity, &facts), new_size);
+    return fm5_release_realloc_block(p, identity, &facts, new_size);
+}
+
+#if !FM5_ASM
+void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_realloc_mem);
+#endif
+
+size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity < FM5_LIVE_SMALL_BLOCK) {
+        fm5_event_report(FastMM_EventInvalidQuery, p, 0,
+                         identity == FM5_NOT_A_BLOCK ? facts.problem : "the block is already free");
+        return 0;
+    }
+    return usable_size(p, identity, &facts);
+}
+
+size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
+{
+    fm5_block_facts facts;
+    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    if (identity == FM5_LIVE_LARGE_BLOCK)
+        return fm5_large_header_of(p)->user_size;
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_current_user_size(p);
+    return FastMM_BlockMaximumUserBytes(p);
+}
+
+int FM5_CALL FastMM_ProcessAllPendingFrees(void)
+{
+    return fm5_release_process_pending_frees();
+}

@@ -1,0 +1,74 @@
+/* Set-up at load (managers, processor features, environment settings) and the leak report at unload. */
+#include "api/startup.h"
+#include "fm5.h"
+#include "base/os.h"
+#include "base/memory_usage.h"
+#include "blocks/geometry.h"
+#include "blocks/small_block_classes.h"
+#include "blocks/small_blocks.h"
+#include "blocks/medium_blocks.h"
+#include "blocks/large_blocks.h"
+#include "debug/debug_blocks.h"
+#include "reports/leak_report.h"
+
+static volatile int32_t initialized;
+
+/* Returns 1 and the value when the variable is set to a decimal number. */
+static int read_number(const char *name, unsigned *value)
+{
+    char text[16];
+    size_t length = fm5_os_environment(name, text, sizeof text);
+    if (length == 0)
+        return 0;
+    unsigned result = 0;
+    for (size_t i = 0; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9' || result > 100000000u)
+            return 0;
+        result = result * 10 + (unsigned)(text[i] - '0');
+    }
+    *value = result;
+    return 1;
+}
+
+static void apply_environment_settings(void)
+{
+    unsigned value;
+    if (read_number("FM5_STACK_DEPTH", &value))
+        FastMM_SetDebugModeStackTraceEntryCount(value);
+    char path[1024];
+    if (fm5_os_environment("FM5_LOG", path, sizeof path))
+        FastMM_SetEventLogFilename(path);
+    if (read_number("FM5_DEBUG", &value) && value) {
+        FastMM_EnterDebugMode();
+        FastMM_SetReportMemoryLeaksOnShutdown(1);
+    }
+    if (read_number("FM5_LEAK_REPORT", &value))
+        FastMM_SetReportMemoryLeaksOnShutdown(value != 0);
+}
+
+void fm5_initialize(void)
+{
+    if (__atomic_exchange_n(&initialized, 1, __ATOMIC_ACQ_REL))
+        return;
+    fm5_os_detect_processor();
+    fm5_memory_initialize();
+    fm5_small_lookup_rebuild(FM5_DEFAULT_MINIMUM_ALIGNMENT);
+    fm5_small_initialize();
+    fm5_medium_initialize();
+    fm5_large_initialize();
+    fm5_debug_initialize();
+    apply_environment_settings();
+}
+
+#ifndef FM5_STATIC
+BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
+{
+    (void)instance;
+    (void)reserved;
+    if (reason == DLL_PROCESS_ATTACH)
+        fm5_initialize();
+    else if (reason == DLL_PROCESS_DETACH)
+        fm5_report_leaks_at_shutdown();
+    return TRUE;
+}
+#endif

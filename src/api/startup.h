@@ -1,0 +1,11 @@
+/* Setting fm5 up before the first allocation, and what it does when the DLL unloads. */
+#ifndef FM5_STARTUP_H
+#define FM5_STARTUP_H
+
+/* Idempotent. The DLL calls it from DllMain; a static build calls it before anything else. It ends by
+ * applying the environment settings: FM5_DEBUG=1 enters debug mode and turns on the leak report at
+ * unload; FM5_STACK_DEPTH=n sets the stack-trace depth (0..64); FM5_LOG=path sets the event log file;
+ * FM5_LEAK_REPORT=1 or 0 turns the leak report at unload on or off. */
+void fm5_initialize(void);
+
+#endif

@@ -1,0 +1,61 @@
+/* Which 64 KB granules belong to fm5. Each granule belongs to at most one region and is written only by
+ * the thread that creates or releases that region, so plain byte stores are enough. */
+#include "base/address_map.h"
+#include "base/os.h"
+
+#ifdef FM5_WIN32
+uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
+
+static uint8_t *granule_slot(uintptr_t address)
+{
+    return &fm5_granule_owners[address >> FM5_GRANULE_SHIFT];
+}
+#else
+uint8_t *volatile fm5_granule_leaves[1u << (FM5_ADDRESS_BITS - FM5_LEAF_SHIFT)];
+
+static uint8_t *granule_slot(uintptr_t address)
+{
+    uint8_t *volatile *leaf_slot = &fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
+    uint8_t *leaf = *leaf_slot;
+    if (!leaf) {
+        /* The map's own memory is not charged to the usage limit: it is bookkeeping, at most 64 KB per
+         * 4 GB of address space in use. */
+        uint8_t *fresh = fm5_os_map((size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT), 0);
+        if (!fresh)
+            return NULL;
+        if (fm5_cas_ptr((void *volatile *)leaf_slot, NULL, fresh)) {
+            leaf = fresh;
+        } else {
+            fm5_os_unmap(fresh);
+            leaf = *leaf_slot;
+        }
+    }
+    return &leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF];
+}
+#endif
+
+static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
+{
+    for (uintptr_t a = start; a < start + size; a += (uintptr_t)1 << FM5_GRANULE_SHIFT) {
+        uint8_t *slot = granule_slot(a);
+        if (!slot)
+            return 0;
+        *slot = a == start ? first : rest;
+    }
+    return 1;
+}
+
+int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_owner)
+{
+    return mark((uintptr_t)base, size, (uint8_t)first_owner, FM5_GRANULE_INSIDE);
+}
+
+int fm5_address_map_extend(void *address, size_t size)
+{
+    return mark((uintptr_t)address, size, FM5_GRANULE_INSIDE, FM5_GRANULE_INSIDE);
+}
+
+void fm5_address_map_remove(void *base, size_t size)
+{
+    mark((uintptr_t)base, size, FM5_GRANULE_NOT_OURS, FM5_GRANULE_NOT_OURS);
+}

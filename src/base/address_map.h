@@ -1,0 +1,49 @@
+/* Which 64 KB granules of the address space belong to fm5. Checked before any pointer from a caller is
+ * dereferenced, so foreign heap pointers, stack addresses and wild pointers are rejected without reading
+ * memory fm5 does not own. One byte per granule, in leaves of 4 GB created on demand. */
+#ifndef FM5_ADDRESS_MAP_H
+#define FM5_ADDRESS_MAP_H
+
+#include "base/platform.h"
+
+enum fm5_granule_owner {
+    FM5_GRANULE_NOT_OURS = 0,
+    FM5_GRANULE_INSIDE = 1,       /* any granule of an fm5 region other than its first */
+    FM5_GRANULE_MEDIUM_SPAN = 2,  /* the first granule of a medium-block span */
+    FM5_GRANULE_LARGE_BLOCK = 3   /* the first granule of a large block */
+};
+
+#define FM5_GRANULE_SHIFT 16
+#define FM5_LEAF_SHIFT 32
+
+#ifdef FM5_WIN32
+extern uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
+
+FM5_INLINE unsigned fm5_granule_owner(uintptr_t address)
+{
+    return fm5_granule_owners[address >> FM5_GRANULE_SHIFT];
+}
+#else
+/* 47 bits of user address space: 2^15 leaves of 2^16 granules. */
+#define FM5_ADDRESS_BITS 47
+extern uint8_t *volatile fm5_granule_leaves[1u << (FM5_ADDRESS_BITS - FM5_LEAF_SHIFT)];
+
+FM5_INLINE unsigned fm5_granule_owner(uintptr_t address)
+{
+    if (FM5_UNLIKELY(address >> FM5_ADDRESS_BITS))
+        return FM5_GRANULE_NOT_OURS;
+    const uint8_t *leaf = fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
+    if (FM5_UNLIKELY(!leaf))
+        return FM5_GRANULE_NOT_OURS;
+    return leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF];
+}
+#endif
+
+/* Records a region (64 KB aligned, a multiple of 64 KB long); `first_owner` describes its first granule.
+ * Returns 0 only if the map itself could not get memory. */
+int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_owner);
+/* Extends a region by granules that are never its first. */
+int fm5_address_map_extend(void *address, size_t size);
+void fm5_address_map_remove(void *base, size_t size);
+
+#endif

@@ -1,0 +1,80 @@
+/* The operating system, behind one small interface: memory, time, threads, files, the environment and
+ * the processor. base/os_windows.c is its only implementation, and the only file of fm5 that calls the
+ * Windows API, except debug/stack_trace.c (stack capture and symbol names) and api/startup.c (DllMain).
+ *
+ * Nothing here allocates from fm5, takes an fm5 lock or reports an event: every layer may call it,
+ * including the event code and the managers while they hold their locks. */
+#ifndef FM5_OS_H
+#define FM5_OS_H
+
+#include "base/platform.h"
+
+/* Windows hands out address space in 64 KB granules: every region fm5 maps starts on one. */
+#define FM5_OS_GRANULARITY 65536u
+
+/* A timeout that never expires. */
+#define FM5_WAIT_FOREVER 0xFFFFFFFFu
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+/* Reserves and commits `size` bytes (a multiple of FM5_OS_GRANULARITY), zero-filled, at an address the
+ * OS picks (the highest free one when `top_down`). NULL when the OS refuses. */
+void *fm5_os_map(size_t size, int top_down);
+/* The same exactly at `address`; 0 when that range is not free. */
+int fm5_os_map_at(void *address, size_t size);
+/* Gives back one whole mapping made by fm5_os_map or fm5_os_map_at. */
+void fm5_os_unmap(void *base);
+/* Bytes from `address` to the end of the mapping that holds it (a mapping grown by fm5_os_map_at is
+ * several), or 0 if none holds it. */
+size_t fm5_os_mapping_size_at(void *address);
+/* Bytes of free address space from `address` on (0 if `address` is not free). */
+size_t fm5_os_free_range_at(void *address);
+/* Reserves `size` bytes without access, at `address` or (NULL) where the OS picks, so that a use of
+ * a pointer into them faults. Returns the base, or NULL if the range was not free. */
+void *fm5_os_reserve_inaccessible(void *address, size_t size);
+
+/* ---- threads and time -------------------------------------------------------------------------- */
+
+/* Gives the processor to another ready thread, if any. */
+void fm5_os_yield(void);
+/* Milliseconds since some fixed time; wraps every 49.7 days. */
+uint32_t fm5_os_tick_ms(void);
+uint32_t fm5_os_thread_id(void);
+/* Stops in the debugger (FastMM_SetBreakOnAllocationNumber). */
+void fm5_os_debug_break(void);
+
+/* Waits for a lock, yielding between attempts, for the rare paths that must have it. Returns 0 if it
+ * was not obtained within `timeout_ms` (FM5_WAIT_FOREVER: never gives up). */
+int fm5_lock_with_timeout(fm5_lock *lock, uint32_t timeout_ms);
+
+typedef struct fm5_os_local_time {
+    unsigned year, month, day, hour, minute, second;
+} fm5_os_local_time;
+void fm5_os_get_local_time(fm5_os_local_time *time);
+
+/* ---- files, text output and the environment ---------------------------------------------------- */
+
+/* Appends `count` pieces to the file at `utf8_path`, creating it when missing; a file this call
+ * creates gets `start_of_new_file` first (NULL: nothing). Returns 0, or -1 if the file could not be
+ * opened or fully written. */
+int fm5_os_append_to_file(const char *utf8_path, const char *start_of_new_file, const char *const *pieces,
+                          const size_t *lengths, unsigned count);
+/* Returns 1 if the file existed and was deleted. */
+int fm5_os_delete_file(const char *utf8_path);
+/* The program's full path without its extension, as UTF-8 ("fm5" when it cannot be read). */
+void fm5_os_program_path_stem(char *out, size_t capacity);
+/* The value of an environment variable as UTF-8; returns its length, or 0 when unset or longer than
+ * capacity - 1. */
+size_t fm5_os_environment(const char *name, char *out, size_t capacity);
+void fm5_os_debug_output(const char *text);
+/* A modal error box with the UTF-8 `text`, if the system can show one. */
+void fm5_os_message_box(const char *text, const char *title);
+
+/* ---- the processor ----------------------------------------------------------------------------- */
+
+/* 1 when SSE2 may be used (the OS saves the XMM registers). Read by asm/ as a byte, so that the test is
+ * one compare with memory; set by fm5_os_detect_processor at start-up. */
+extern uint8_t fm5_cpu_has_sse2;
+void fm5_os_detect_processor(void);
+
+#endif

@@ -1,0 +1,236 @@
+/* base/os.h on Windows: the one door to the Windows API for memory, time, threads, files, the
+ * environment and the processor. */
+#include "base/os.h"
+#include "base/text_builder.h"
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+void *fm5_os_map(size_t size, int top_down)
+{
+    return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT | (top_down ? MEM_TOP_DOWN : 0), PAGE_READWRITE);
+}
+
+int fm5_os_map_at(void *address, size_t size)
+{
+    void *p = VirtualAlloc(address, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    if (p == address)
+        return 1;
+    if (p)
+        VirtualFree(p, 0, MEM_RELEASE);
+    return 0;
+}
+
+void fm5_os_unmap(void *base)
+{
+    VirtualFree(base, 0, MEM_RELEASE);
+}
+
+/* VirtualQuery never reports a region that crosses the boundary between two allocations. */
+size_t fm5_os_mapping_size_at(void *address)
+{
+    MEMORY_BASIC_INFORMATION info;
+    if (VirtualQuery(address, &info, sizeof info) != sizeof info || info.State == MEM_FREE)
+        return 0;
+    return info.RegionSize - (size_t)((char *)address - (char *)info.BaseAddress);
+}
+
+size_t fm5_os_free_range_at(void *address)
+{
+    MEMORY_BASIC_INFORMATION info;
+    if (VirtualQuery(address, &info, sizeof info) != sizeof info || info.State != MEM_FREE)
+        return 0;
+    return info.RegionSize - (size_t)((char *)address - (char *)info.BaseAddress);
+}
+
+void *fm5_os_reserve_inaccessible(void *address, size_t size)
+{
+    return VirtualAlloc(address, size, MEM_RESERVE, PAGE_NOACCESS);
+}
+
+/* ---- threads and time -------------------------------------------------------------------------- */
+
+void fm5_os_yield(void)
+{
+    SwitchToThread();
+}
+
+uint32_t fm5_os_tick_ms(void)
+{
+    return GetTickCount();
+}
+
+uint32_t fm5_os_thread_id(void)
+{
+    return GetCurrentThreadId();
+}
+
+void fm5_os_debug_break(void)
+{
+    DebugBreak();
+}
+
+int fm5_lock_with_timeout(fm5_lock *lock, uint32_t timeout_ms)
+{
+    uint32_t start = fm5_os_tick_ms();
+    for (;;) {
+        if (fm5_try_lock(lock))
+            return 1;
+        if (timeout_ms != FM5_WAIT_FOREVER && fm5_os_tick_ms() - start >= timeout_ms)
+            return 0;
+        fm5_os_yield();
+    }
+}
+
+void fm5_os_get_local_time(fm5_os_local_time *time)
+{
+    SYSTEMTIME now;
+    GetLocalTime(&now);
+    time->year = now.wYear;
+    time->month = now.wMonth;
+    time->day = now.wDay;
+    time->hour = now.wHour;
+    time->minute = now.wMinute;
+    time->second = now.wSecond;
+}
+
+/* ---- files, text output and the environment ---------------------------------------------------- */
+
+#define WIDE_PATH_CHARACTERS 1024
+
+static int widen(const char *utf8, WCHAR *wide, int capacity)
+{
+    return MultiByteToWideChar(CP_UTF8, 0, utf8, -1, wide, capacity) != 0;
+}
+
+int fm5_os_append_to_file(const char *utf8_path, const char *start_of_new_file, const char *const *pieces,
+                          const size_t *lengths, unsigned count)
+{
+    WCHAR path[WIDE_PATH_CHARACTERS];
+    if (!widen(utf8_path, path, WIDE_PATH_CHARACTERS))
+        return -1;
+    HANDLE file = CreateFileW(path, FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_ALWAYS,
+                              FILE_ATTRIBUTE_NORMAL, NULL);
+    if (file == INVALID_HANDLE_VALUE)
+        return -1;
+    int result = 0;
+    if (start_of_new_file && GetLastError() != ERROR_ALREADY_EXISTS) {
+        DWORD length = (DWORD)lstrlenA(start_of_new_file), written = 0;
+        if (!WriteFile(file, start_of_new_file, length, &written, NULL) || written != length)
+            result = -1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        DWORD written = 0;
+        if (!WriteFile(file, pieces[i], (DWORD)lengths[i], &written, NULL) || written != lengths[i])
+            result = -1;
+    }
+    CloseHandle(file);
+    return result;
+}
+
+int fm5_os_delete_file(const char *utf8_path)
+{
+    WCHAR path[WIDE_PATH_CHARACTERS];
+    return widen(utf8_path, path, WIDE_PATH_CHARACTERS) && DeleteFileW(path);
+}
+
+void fm5_os_program_path_stem(char *out, size_t capacity)
+{
+    WCHAR module[MAX_PATH];
+    DWORD length = GetModuleFileNameW(NULL, module, MAX_PATH);
+    if (length == 0 || length >= MAX_PATH) {
+        lstrcpyW(module, L"fm5");
+        length = 3;
+    }
+    WCHAR *dot = NULL;
+    for (WCHAR *c = module; *c; c++) {
+        if (*c == L'.')
+            dot = c;
+        if (*c == L'\\' || *c == L'/')
+            dot = NULL;
+    }
+    if (dot)
+        *dot = 0;
+    if (!WideCharToMultiByte(CP_UTF8, 0, module, -1, out, (int)capacity, NULL, NULL))
+        out[0] = 0;
+}
+
+size_t fm5_os_environment(const char *name, char *out, size_t capacity)
+{
+    WCHAR wide_name[64];
+    WCHAR value[WIDE_PATH_CHARACTERS];
+    if (!widen(name, wide_name, 64))
+        return 0;
+    DWORD length = GetEnvironmentVariableW(wide_name, value, WIDE_PATH_CHARACTERS);
+    if (length == 0 || length >= WIDE_PATH_CHARACTERS)
+        return 0;
+    int bytes = WideCharToMultiByte(CP_UTF8, 0, value, -1, out, (int)capacity, NULL, NULL);
+    if (bytes <= 0) {
+        if (capacity)
+            out[0] = 0;
+        return 0;
+    }
+    return (size_t)bytes - 1;
+}
+
+void fm5_os_debug_output(const char *text)
+{
+    OutputDebugStringA(text);
+}
+
+typedef int(WINAPI *message_box_fn)(HWND, LPCWSTR, LPCWSTR, UINT);
+
+/* Through LoadLibrary: the DLL imports only kernel32, and most programs never show a box. */
+void fm5_os_message_box(const char *text, const char *title)
+{
+    static WCHAR wide_text[16384];
+    static WCHAR wide_title[128];
+    static fm5_lock box_lock;
+    HMODULE user32 = LoadLibraryW(L"user32.dll");
+    message_box_fn message_box = user32 ? (message_box_fn)(void (*)(void))GetProcAddress(user32, "MessageBoxW") : NULL;
+    if (!message_box)
+        return;
+    fm5_lock_with_timeout(&box_lock, FM5_WAIT_FOREVER);
+    if (!widen(text, wide_text, 16384))
+        lstrcpyW(wide_text, L"fm5: the event text could not be converted");
+    wide_text[16383] = 0;
+    if (!widen(title, wide_title, 128))
+        lstrcpyW(wide_title, L"fm5");
+    message_box(NULL, wide_text, wide_title, MB_OK | MB_ICONERROR | MB_TASKMODAL | MB_DEFAULT_DESKTOP_ONLY);
+    fm5_unlock(&box_lock);
+}
+
+/* ---- checked builds ---------------------------------------------------------------------------- */
+
+#if FM5_CHECKED
+void fm5_assertion_failed(const char *condition, const char *file, int line)
+{
+    char buffer[512];
+    fm5_text text;
+    fm5_text_init(&text, buffer, sizeof buffer);
+    fm5_text_append(&text, "fm5: assertion failed: ");
+    fm5_text_append(&text, condition);
+    fm5_text_append(&text, " (");
+    fm5_text_append(&text, file);
+    fm5_text_append_char(&text, ':');
+    fm5_text_append_unsigned(&text, (uint64_t)line);
+    fm5_text_append(&text, ")\r\n");
+    DWORD written;
+    WriteFile(GetStdHandle(STD_ERROR_HANDLE), text.buffer, (DWORD)text.length, &written, NULL);
+    OutputDebugStringA(text.buffer);
+    /* Not abort(): it may allocate, and the C runtime's heap may be fm5. */
+    TerminateProcess(GetCurrentProcess(), 134);
+    for (;;)
+        ;
+}
+#endif
+
+/* ---- the processor ----------------------------------------------------------------------------- */
+
+uint8_t fm5_cpu_has_sse2;
+
+void fm5_os_detect_processor(void)
+{
+    /* The operating system's answer includes whether it saves the XMM registers on a thread switch,
+     * which CPUID alone does not tell. */
+    fm5_cpu_has_sse2 = IsProcessorFeaturePresent(PF_XMMI64_INSTRUCTIONS_AVAILABLE) ? 1 : 0;
+}

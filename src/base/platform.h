@@ -1,0 +1,70 @@
+/* Compiler, architecture and atomics shared by every part of fm5. */
+#ifndef FM5_PLATFORM_H
+#define FM5_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <windows.h>
+#include "base/checked.h"
+
+#if UINTPTR_MAX == 0xFFFFFFFFu
+#  define FM5_WIN32 1
+#  define FM5_POINTER_SIZE 4
+#else
+#  define FM5_WIN64 1
+#  define FM5_POINTER_SIZE 8
+#endif
+
+#define FM5_LIKELY(x) __builtin_expect(!!(x), 1)
+#define FM5_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define FM5_INLINE static inline __attribute__((always_inline))
+#define FM5_NOINLINE __attribute__((noinline))
+#define FM5_CACHE_LINE 64
+#define FM5_ALIGNED(n) __attribute__((aligned(n)))
+
+/* A lock is one 32-bit word: 0 free, 1 held. Reading it first keeps a busy line shared instead of
+ * bouncing it between cores with a failing locked exchange. */
+typedef volatile int32_t fm5_lock;
+
+FM5_INLINE int fm5_try_lock(fm5_lock *lock)
+{
+    return *lock == 0 && __atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+FM5_INLINE void fm5_unlock(fm5_lock *lock)
+{
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+}
+
+FM5_INLINE void *fm5_atomic_load_ptr(void *volatile *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+FM5_INLINE int fm5_cas_ptr(void *volatile *p, void *expected, void *desired)
+{
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+FM5_INLINE int fm5_cas_u64(volatile uint64_t *p, uint64_t expected, uint64_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+FM5_INLINE int fm5_cas_u16(volatile uint16_t *p, uint16_t expected, uint16_t desired)
+{
+    return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+FM5_INLINE uint64_t fm5_load_u64(volatile uint64_t *p)
+{
+    /* On Win32 a plain 64-bit load can tear; the atomic builtin uses a single 8-byte access. */
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+FM5_INLINE size_t fm5_round_up(size_t value, size_t multiple)
+{
+    return (value + multiple - 1) & ~(multiple - 1);
+}
+
+#endif

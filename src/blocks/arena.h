@@ -1,0 +1,160 @@
+/* The arena skeleton the three block managers share, written once: the gate of an arena (its lock
+ * and its pending-free list), the allocation scan over the arenas, the free that never waits, and the
+ * drain of the pending frees on unlock.
+ *
+ * Every function takes the manager's own steps as function pointers; they are always inlined with
+ * constant arguments, so the compiler calls the steps directly and the hot paths pay nothing for the
+ * sharing.
+ *
+ * Why it cannot deadlock (docs/design.md has the whole lock order): a thread that finds a gate locked
+ * never waits for it here; it moves to the next arena, or queues its free on the pending list.
+ * Waiting happens only in fm5_lock_with_timeout, on rare paths that hold no other arena's lock or that
+ * take locks in the order small -> medium (a new span) and medium -> small (a walk, which waits with a
+ * timeout and skips the span).
+ *
+ * Why the pending-free list is safe without a counter against ABA: pushes are lock-free, but the only
+ * pop takes the whole list at once with an exchange (fm5_pending_take_all), under the gate's lock. A
+ * push's compare-and-swap only ever succeeds when the head is the node it read, and whatever happened
+ * to that node meanwhile, linking the new block in front of it is right: the block goes to the list
+ * as it is now. No node is ever removed from the middle, so no stale `next` is ever followed. */
+#ifndef FM5_ARENA_H
+#define FM5_ARENA_H
+
+#include "base/platform.h"
+#include "base/os.h"
+
+typedef struct fm5_arena_gate {
+    /* Blocks freed while the lock was held, linked through their first pointer; the next holder
+     * releases them. */
+    void *volatile pending_free_list;
+    fm5_lock locked;
+} fm5_arena_gate;
+
+/* ---- the pending-free list --------------------------------------------------------------------- */
+
+/* Returns 0 (and pushes nothing) when the block is already the head: a repeated free of the block just
+ * queued, which would otherwise link the block to itself. */
+FM5_INLINE int fm5_pending_push(void *volatile *head, void *block)
+{
+    for (;;) {
+        void *old = fm5_atomic_load_ptr(head);
+        if (FM5_UNLIKELY(old == block))
+            return 0;
+        *(void **)block = old;
+        if (fm5_cas_ptr(head, old, block))
+            return 1;
+    }
+}
+
+FM5_INLINE void *fm5_pending_take_all(void *volatile *head)
+{
+    if (!*head)
+        return NULL;
+    return __atomic_exchange_n(head, NULL, __ATOMIC_ACQ_REL);
+}
+
+/* ---- drain and unlock -------------------------------------------------------------------------- */
+
+/* Releases one queued block, under the gate's lock; `context` is the manager's (a manager, or where a
+ * manager collects what it releases after unlocking). */
+typedef void (*fm5_arena_release_fn)(void *context, void *block);
+
+/* With the gate locked: releases every block queued so far. */
+FM5_INLINE void fm5_arena_drain(fm5_arena_gate *gate, fm5_arena_release_fn release, void *context)
+{
+    FM5_ASSERT(gate->locked);
+    char *block = fm5_pending_take_all(&gate->pending_free_list);
+    while (block) {
+        char *next = *(char **)block;
+        release(context, block);
+        block = next;
+    }
+}
+
+/* The end of every locked section that may have made others queue frees: drain, then unlock. A block
+ * queued after the drain waits for the next holder (or FastMM_ProcessAllPendingFrees). */
+FM5_INLINE void fm5_arena_unlock(fm5_arena_gate *gate, fm5_arena_release_fn release, void *context)
+{
+    fm5_arena_drain(gate, release, context);
+    fm5_unlock(&gate->locked);
+}
+
+/* FastMM_ProcessAllPendingFrees for one gate: drains it if its lock can be had (waiting for it when
+ * `wait`). Returns 0 if blocks stay queued because the lock was busy. */
+FM5_INLINE int fm5_arena_process_pending(fm5_arena_gate *gate, int wait, fm5_arena_release_fn release,
+                                         void *context)
+{
+    if (!gate->pending_free_list)
+        return 1;
+    if (!(wait ? fm5_lock_with_timeout(&gate->locked, FM5_WAIT_FOREVER) : fm5_try_lock(&gate->locked)))
+        return 0;
+    fm5_arena_unlock(gate, release, context);
+    return 1;
+}
+
+/* ---- the free that never waits ----------------------------------------------------------------- */
+
+/* How a manager's status word says "live" and "queued": live when (status & live_mask) == live_value;
+ * a queued block gets queued_mark, which makes it not live, so that a second free of it fails. */
+typedef struct fm5_arena_status_rule {
+    uint16_t live_mask;
+    uint16_t live_value;
+    uint16_t queued_mark;
+} fm5_arena_status_rule;
+
+/* Frees `block` under its owner's gate when the lock is free now (`release_locked`, then the drain),
+ * else marks it queued and pushes it on the gate's pending list. Returns 0, or -1 if the block was not
+ * live (freed before, or by another thread meanwhile). */
+FM5_INLINE int fm5_arena_free(fm5_arena_gate *gate, void *block, volatile uint16_t *status, fm5_arena_status_rule rule,
+                              fm5_arena_release_fn release_locked, fm5_arena_release_fn release_queued, void *context)
+{
+    if (fm5_try_lock(&gate->locked)) {
+        if ((*status & rule.live_mask) != rule.live_value) {
+            fm5_unlock(&gate->locked);
+            return -1;
+        }
+        release_locked(context, block);
+        fm5_arena_unlock(gate, release_queued, context);
+        return 0;
+    }
+    /* Busy owner: the mark first, by compare-and-swap, so that of two racing frees only one queues. */
+    uint16_t old = *status;
+    if ((old & rule.live_mask) != rule.live_value || !fm5_cas_u16(status, old, (uint16_t)(old | rule.queued_mark)))
+        return -1;
+    fm5_pending_push(&gate->pending_free_list, block);
+    return 0;
+}
+
+/* ---- the allocation scan ----------------------------------------------------------------------- */
+
+/* One try at one arena, which must not wait for its lock. Returns a block, or NULL with *final set
+ * when NULL is the answer (the OS refused memory), or NULL to go on to the next arena. */
+typedef void *(*fm5_arena_attempt_fn)(void *arena, void *context, int *final);
+
+/* FastMM5's scan: `first_pass` on every arena (may be NULL; for idle arenas that probably have a free
+ * block, and lock-free paths), then `second_pass` on every arena (which takes any lock it can get and
+ * may grow the arena), and when every arena was busy, counts the contention, yields and starts again. */
+FM5_INLINE void *fm5_arena_allocate(void *first_arena, size_t arena_stride, unsigned arena_count,
+                                    fm5_arena_attempt_fn first_pass, fm5_arena_attempt_fn second_pass, void *context,
+                                    size_t *contention_count)
+{
+    for (;;) {
+        int final = 0;
+        if (first_pass) {
+            for (unsigned a = 0; a < arena_count; a++) {
+                void *block = first_pass((char *)first_arena + a * arena_stride, context, &final);
+                if (block || final)
+                    return block;
+            }
+        }
+        for (unsigned a = 0; a < arena_count; a++) {
+            void *block = second_pass((char *)first_arena + a * arena_stride, context, &final);
+            if (block || final)
+                return block;
+        }
+        (*contention_count)++;
+        fm5_os_yield();
+    }
+}
+
+#endif

@@ -1,0 +1,140 @@
+/* Deciding what a caller's pointer is. Each test reads only memory that an earlier test proved is
+ * fm5's, so a wild pointer costs a refusal, never an access violation. */
+#include "blocks/block_identity.h"
+#include "base/address_map.h"
+#include "blocks/block_status.h"
+#include "blocks/small_blocks.h"
+#include "blocks/medium_blocks.h"
+#include "blocks/large_blocks.h"
+#include "base/memory_usage.h"
+
+#ifdef FM5_MEASURE_WITHOUT_POINTER_VALIDATION
+/* Trusts the status word as FastMM5 does. Built only by scripts/measure-pointer-validation.sh to price the
+ * checks above; never shipped. */
+enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+{
+    unsigned status = *fm5_status_word(user);
+    facts->problem = "not a block";
+    if (status & FM5_STATUS_SMALL) {
+        facts->owner = fm5_small_span_of(user, status);
+        return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;
+    }
+    if (status == FM5_STATUS_MEDIUM)
+        return FM5_LIVE_MEDIUM_BLOCK;
+    if (status == FM5_STATUS_LARGE)
+        return FM5_LIVE_LARGE_BLOCK;
+    return FM5_FREED_BLOCK;
+}
+#else
+
+__attribute__((cold)) static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *problem)
+{
+    facts->problem = problem;
+    return FM5_NOT_A_BLOCK;
+}
+
+static enum fm5_block_identity identify_small(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    fm5_small_span *span = fm5_small_block_span(user, status);
+    if (!span)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    facts->owner = span;
+    return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;
+}
+
+static enum fm5_block_identity identify_medium(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    if ((uintptr_t)user % FM5_MEDIUM_ALIGNMENT)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    const fm5_medium_span *span = fm5_medium_span_of(user);
+    if (fm5_granule_owner((uintptr_t)span) != FM5_GRANULE_MEDIUM_SPAN ||
+        (uintptr_t)span % FM5_OS_GRANULARITY != 0 || !fm5_medium_is_block_start(span, user))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    if (fm5_medium_header_of(user)->is_small_block_span)
+        return refuse(facts, "an internal span of small blocks, not a block handed out by fm5");
+    return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_MEDIUM ? FM5_LIVE_MEDIUM_BLOCK : FM5_FREED_BLOCK;
+}
+
+static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    const fm5_large_header *header = fm5_large_header_of(user);
+    if ((uintptr_t)header % FM5_OS_GRANULARITY != 0 ||
+        fm5_granule_owner((uintptr_t)header) != FM5_GRANULE_LARGE_BLOCK || !fm5_is_large_manager(header->manager))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_LARGE ? FM5_LIVE_LARGE_BLOCK : FM5_FREED_BLOCK;
+}
+
+/* A debug sub-block sits at the start of an outer block that carries HasDebugInfo. */
+static enum fm5_block_identity identify_debug(const void *user, unsigned status, fm5_block_facts *facts)
+{
+    void *outer = (char *)user - FM5_DEBUG_SUB_BLOCK_OFFSET;
+    /* The outer block must be an ordinary block: a chain of debug-looking words is not followed. */
+    if (fm5_granule_owner((uintptr_t)outer - 1) == FM5_GRANULE_NOT_OURS)
+        return refuse(facts, "not the start of a block allocated by fm5");
+    unsigned outer_status = *fm5_status_word(outer);
+    if (!(outer_status & FM5_STATUS_HAS_DEBUG_INFO) ||
+        (!(outer_status & FM5_STATUS_SMALL) && (outer_status & FM5_STATUS_DEBUG_SUB_BLOCK)))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    fm5_block_facts outer_facts;
+    enum fm5_block_identity outer_identity = fm5_identify_block(outer, &outer_facts);
+    if (outer_identity == FM5_NOT_A_BLOCK || outer_identity == FM5_LIVE_DEBUG_BLOCK ||
+        !(*fm5_status_word(outer) & FM5_STATUS_HAS_DEBUG_INFO))
+        return refuse(facts, "not the start of a block allocated by fm5");
+    facts->owner = outer;
+    facts->outer_identity = outer_identity;
+    facts->outer_owner = outer_facts.owner;
+    if (outer_identity == FM5_FREED_BLOCK || status & FM5_STATUS_FREE)
+        return FM5_FREED_BLOCK;
+    return FM5_LIVE_DEBUG_BLOCK;
+}
+
+enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+{
+    facts->owner = NULL;
+    facts->problem = NULL;
+    if (!user)
+        return refuse(facts, "a NULL pointer");
+    if ((uintptr_t)user % FM5_DEFAULT_MINIMUM_ALIGNMENT)
+        return refuse(facts, "a misaligned pointer: fm5 never hands out such an address");
+    /* The status word is two bytes below the pointer, in the same granule as user - 1. */
+    if (fm5_granule_owner((uintptr_t)user - 1) == FM5_GRANULE_NOT_OURS)
+        return refuse(facts, "not in memory managed by fm5 (another heap, the stack, or a wild pointer)");
+    unsigned status = *fm5_status_word(user);
+    if (status & FM5_STATUS_SMALL)
+        return identify_small(user, status, facts);
+    if (status == FM5_STATUS_DEBUG_SUB_BLOCK || status == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE))
+        return identify_debug(user, status, facts);
+    switch (status & ~FM5_STATUS_HAS_DEBUG_INFO) {
+    case FM5_STATUS_MEDIUM:
+    case FM5_STATUS_MEDIUM | FM5_STATUS_FREE:
+    case FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE:
+        return identify_medium(user, status, facts);
+    case FM5_STATUS_LARGE:
+    case FM5_STATUS_LARGE | FM5_STATUS_FREE:
+    case FM5_STATUS_LARGE | FM5_STATUS_PENDING_FREE:
+        return identify_large(user, status, facts);
+    default:
+        return refuse(facts, "not the start of a block allocated by fm5");
+    }
+}
+#endif
+
+/* Both builds: the trusting one of the measurement still reports sizes. */
+size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
+{
+    switch (identity) {
+    case FM5_LIVE_SMALL_BLOCK:
+        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    case FM5_LIVE_MEDIUM_BLOCK:
+        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    case FM5_LIVE_LARGE_BLOCK:
+        return fm5_large_header_of(user)->block_size - FM5_LARGE_HEADER_SIZE;
+    case FM5_LIVE_DEBUG_BLOCK: {
+        fm5_block_facts outer = { facts->outer_owner, NULL, FM5_NOT_A_BLOCK, NULL };
+        return fm5_live_block_usable_size(facts->owner, (enum fm5_block_identity)facts->outer_identity, &outer) -
+               FM5_DEBUG_SUB_BLOCK_OFFSET;
+    }
+    default:
+        return 0;
+    }
+}

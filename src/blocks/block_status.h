@@ -1,0 +1,40 @@
+/* The 16-bit status word just before every user pointer. Its bits say which manager owns the block and
+ * whether it is free; FreeMem and ReallocMem dispatch on it (after the address map has proved the word
+ * is readable). */
+#ifndef FM5_BLOCK_STATUS_H
+#define FM5_BLOCK_STATUS_H
+
+#include "base/platform.h"
+#include "blocks/geometry.h"
+
+#define FM5_STATUS_FREE 1u
+#define FM5_STATUS_HAS_DEBUG_INFO 2u
+#define FM5_STATUS_SMALL 4u
+#define FM5_STATUS_MEDIUM 8u
+#define FM5_STATUS_LARGE 16u
+#define FM5_STATUS_DEBUG_SUB_BLOCK 32u
+/* A medium or large block queued on a pending-free list: freed by its owner, not yet released. Small
+ * blocks have no spare bit and use FM5_STATUS_FREE for the same purpose. */
+#define FM5_STATUS_PENDING_FREE 64u
+
+/* A small block keeps (offset of its 64-byte line from the span)/64 in bits 3..15 (geometry.h). */
+_Static_assert((FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_SMALL) < (1u << FM5_SMALL_OFFSET_SHIFT),
+               "a small block's flags fit below its offset bits");
+
+/* A debug sub-block starts this far into its outer block: its status word (FM5_STATUS_DEBUG_SUB_BLOCK,
+ * with FM5_STATUS_FREE once freed) is the last two bytes of the debug header (debug_block_layout.h).
+ * The release layer needs only this to recognise one. */
+#define FM5_DEBUG_SUB_BLOCK_OFFSET 64u
+
+/* Small blocks keep their offset in the bits that mean "pending" for the others. */
+FM5_INLINE int fm5_status_is_pending_free(unsigned status)
+{
+    return !(status & FM5_STATUS_SMALL) && (status & FM5_STATUS_PENDING_FREE);
+}
+
+FM5_INLINE volatile uint16_t *fm5_status_word(const void *user)
+{
+    return (volatile uint16_t *)user - 1;
+}
+
+#endif

@@ -1,0 +1,621 @@
+/* Medium blocks: spans, bins, coalescing, sequential feed from the end of the span. Every change to a
+ * span happens under the lock of the manager that owns it, including feeding (FastMM5 also feeds
+ * lock-free; fm5 does not, so that a walk or a free never meets a block whose header is half-written). */
+#include "blocks/medium_blocks.h"
+#include "blocks/block_status.h"
+#include "base/memory_usage.h"
+#include "base/address_map.h"
+#include "blocks/arena.h"
+#include "blocks/strategy.h"
+#include "blocks/recycling.h"
+#include "blocks/walk.h"
+#include <string.h>
+
+fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
+size_t fm5_medium_contention_count;
+
+#define IN_PLACE_DOWNSIZE_LIMIT 720u
+#define BIN_GROUP_1_START FM5_MEDIUM_BIN_GROUP_1_START
+#define BIN_GROUP_2_START FM5_MEDIUM_BIN_GROUP_2_START
+#define BIN_GROUP_3_START FM5_MEDIUM_BIN_GROUP_3_START
+
+/* ---- bins ------------------------------------------------------------------------------------- */
+
+/* The bin a free block of `size` bytes belongs in: every block in bin b is at least bin_size(b). */
+static unsigned bin_for_free_block(size_t size)
+{
+    if (size < BIN_GROUP_2_START)
+        return (unsigned)((size - BIN_GROUP_1_START) / 256);
+    if (size < BIN_GROUP_3_START)
+        return FM5_MEDIUM_BIN_GROUP_2_FIRST_BIN + (unsigned)((size - BIN_GROUP_2_START) / 512);
+    size_t bin = FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN + (size - BIN_GROUP_3_START) / 1024;
+    return bin > FM5_MEDIUM_BIN_COUNT - 1 ? FM5_MEDIUM_BIN_COUNT - 1 : (unsigned)bin;
+}
+
+size_t fm5_medium_block_size_for(size_t user_size)
+{
+    size_t size = user_size + FM5_MEDIUM_HEADER_SIZE;
+    if (size <= BIN_GROUP_1_START)
+        return BIN_GROUP_1_START;
+    if (size <= BIN_GROUP_2_START)
+        return BIN_GROUP_1_START + fm5_round_up(size - BIN_GROUP_1_START, 256);
+    if (size <= BIN_GROUP_3_START)
+        return BIN_GROUP_2_START + fm5_round_up(size - BIN_GROUP_2_START, 512);
+    return BIN_GROUP_3_START + fm5_round_up(size - BIN_GROUP_3_START, 1024);
+}
+
+/* The size of the blocks bin `bin` serves: the smallest block it may hold. */
+static size_t bin_size(unsigned bin)
+{
+    if (bin < FM5_MEDIUM_BIN_GROUP_2_FIRST_BIN)
+        return BIN_GROUP_1_START + (size_t)bin * 256;
+    if (bin < FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN)
+        return BIN_GROUP_2_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_2_FIRST_BIN) * 512;
+    return BIN_GROUP_3_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN) * 1024;
+}
+
+static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
+{
+    unsigned bin = bin_for_free_block(size);
+    FM5_ASSERT(manager->gate.locked && size >= bin_size(bin));
+    fm5_medium_free_links *slot = (fm5_medium_free_links *)&manager->bins[bin];
+    fm5_medium_free_links *first = manager->bins[bin];
+    block->next = first;
+    block->prev = slot;
+    if (first)
+        first->prev = block;
+    manager->bins[bin] = block;
+    manager->bin_bitmaps[bin / 32] |= 1u << (bin % 32);
+    manager->group_bitmap |= 1u << (bin / 32);
+}
+
+static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
+{
+    block->prev->next = block->next;
+    if (block->next)
+        block->next->prev = block->prev;
+    unsigned bin = bin_for_free_block(size);
+    if (!manager->bins[bin]) {
+        manager->bin_bitmaps[bin / 32] &= ~(1u << (bin % 32));
+        if (!manager->bin_bitmaps[bin / 32])
+            manager->group_bitmap &= ~(1u << (bin / 32));
+    }
+    FM5_ASSERT(((manager->bin_bitmaps[bin / 32] >> (bin % 32)) & 1) == (manager->bins[bin] != NULL));
+}
+
+/* The first non-empty bin at or above `bin`, or -1. */
+static int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
+{
+    unsigned group = bin / 32;
+    uint32_t bins = manager->bin_bitmaps[group] & (~0u << (bin % 32));
+    if (!bins) {
+        uint32_t groups = manager->group_bitmap & (0xFFFFFFFEu << group);
+        if (!groups)
+            return -1;
+        group = (unsigned)__builtin_ctz(groups);
+        bins = manager->bin_bitmaps[group];
+    }
+    return (int)(group * 32 + (unsigned)__builtin_ctz(bins));
+}
+
+/* ---- spans and block starts -------------------------------------------------------------------- */
+
+static uint32_t *block_start_bitmap(const fm5_medium_span *span)
+{
+    return fm5_medium_block_start_bitmap(span);
+}
+
+static size_t block_index(const fm5_medium_span *span, const void *user)
+{
+    return (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
+}
+
+static void mark_block_start(fm5_medium_span *span, void *user)
+{
+    size_t index = block_index(span, user);
+    block_start_bitmap(span)[index / 32] |= 1u << (index % 32);
+}
+
+static void clear_block_start(fm5_medium_span *span, void *user)
+{
+    size_t index = block_index(span, user);
+    block_start_bitmap(span)[index / 32] &= ~(1u << (index % 32));
+    /* A stale header left behind would let a stale pointer pass the status check. */
+    fm5_medium_header_of(user)->status = 0;
+}
+
+static char *span_area_start(const fm5_medium_span *span)
+{
+    return (char *)span + span->first_block_offset;
+}
+
+static char *span_end(const fm5_medium_span *span)
+{
+    return (char *)span + span->span_size;
+}
+
+static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_t status)
+{
+    fm5_medium_header *header = fm5_medium_header_of(user);
+    header->size_multiple = (uint16_t)(size / FM5_MEDIUM_ALIGNMENT);
+    header->span_offset_multiple = (uint16_t)((size_t)(user - (char *)span) / FM5_MEDIUM_ALIGNMENT);
+    header->is_small_block_span = 0;
+    header->status = status;
+}
+
+/* Turns [user, user + size) into a free block, binned when big enough to be reused. */
+static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size,
+                            uint16_t debug_info)
+{
+    write_header(span, user, size, (uint16_t)(FM5_STATUS_MEDIUM | FM5_STATUS_FREE | debug_info));
+    *(uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) = (uint32_t)size;
+    fm5_medium_header_of(user + size)->previous_block_is_free = 1;
+    if (size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        bin_insert(manager, (fm5_medium_free_links *)user, size);
+}
+
+static void release_span(fm5_medium_manager *manager, fm5_medium_span *span)
+{
+    fm5_ring_remove(&span->ring);
+    if (manager->feed_span == span) {
+        manager->feed_span = NULL;
+        manager->feed_end = NULL;
+    }
+    size_t size = span->span_size;
+    fm5_address_map_remove(span, size);
+    fm5_memory_unmap(span, size);
+}
+
+/* What is left of the feed span becomes an ordinary free block. The block just above the feed point is
+ * never free here: freeing it gives its space back to the feed. */
+static void retire_feed_span(fm5_medium_manager *manager)
+{
+    fm5_medium_span *span = manager->feed_span;
+    if (!span)
+        return;
+    char *start = span_area_start(span);
+    size_t remainder = (size_t)(manager->feed_end - start);
+    manager->feed_span = NULL;
+    manager->feed_end = NULL;
+    if (remainder == 0)
+        return;
+    if (remainder == (size_t)(span_end(span) - start)) {
+        release_span(manager, span);
+        return;
+    }
+    mark_block_start(span, start);
+    fm5_medium_header_of(start)->previous_block_is_free = 0;
+    make_free_block(manager, span, start, remainder, 0);
+}
+
+static int add_feed_span(fm5_medium_manager *manager)
+{
+    size_t size = fm5_medium_span_size();
+    fm5_medium_span *span = fm5_memory_map(size, 0);
+    if (!span)
+        return 0;
+    if (!fm5_address_map_add(span, size, FM5_GRANULE_MEDIUM_SPAN)) {
+        fm5_memory_unmap(span, size);
+        return 0;
+    }
+    retire_feed_span(manager);
+    span->manager = manager;
+    span->span_size = (uint32_t)size;
+    /* Header, block-start bitmap, then the first block's own header. */
+    span->first_block_offset = (uint32_t)fm5_round_up(sizeof(fm5_medium_span) + size / (8 * FM5_MEDIUM_ALIGNMENT) +
+                                                      FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    /* The sentinel after the last block looks like a block in use, so coalescing stops there. */
+    fm5_medium_header *sentinel = fm5_medium_header_of((char *)span + size);
+    sentinel->status = FM5_STATUS_MEDIUM;
+    sentinel->size_multiple = 0;
+    fm5_ring_insert_first(&manager->spans, &span->ring);
+    manager->feed_span = span;
+    manager->feed_end = span_end(span);
+    return 1;
+}
+
+/* ---- allocation under the lock ---------------------------------------------------------------- */
+
+static void *take_from_feed(fm5_medium_manager *manager, size_t size)
+{
+    fm5_medium_span *span = manager->feed_span;
+    if (!span || (size_t)(manager->feed_end - span_area_start(span)) < size)
+        return NULL;
+    char *user = manager->feed_end - size;
+    write_header(span, user, size, FM5_STATUS_MEDIUM);
+    fm5_medium_header_of(user)->previous_block_is_free = 0;
+    mark_block_start(span, user);
+    manager->feed_end = user;
+    return user;
+}
+
+static void *take_from_bins(fm5_medium_manager *manager, size_t size)
+{
+    char *user;
+    size_t available;
+    fm5_medium_span *span;
+    for (;;) {
+        int bin = first_bin_with_block(manager, bin_for_free_block(size));
+        if (bin < 0)
+            return NULL;
+        user = (char *)manager->bins[bin];
+        available = fm5_medium_block_size(user);
+        span = fm5_medium_span_of(user);
+        bin_remove(manager, (fm5_medium_free_links *)user, available);
+        if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) ||
+            fm5_recycling_may_reuse(user, available - FM5_MEDIUM_HEADER_SIZE))
+            break;
+        /* A corrupted freed debug block stays out of circulation: marked in use, owned by nobody. */
+        write_header(span, user, available, FM5_STATUS_MEDIUM);
+        fm5_medium_header_of(user + available)->previous_block_is_free = 0;
+    }
+    /* Split off any surplus, even one too small to bin: it can still merge with a neighbour later, and
+     * the block's usable size then matches its request exactly. */
+    if (available > size) {
+        write_header(span, user, size, FM5_STATUS_MEDIUM);
+        char *tail = user + size;
+        mark_block_start(span, tail);
+        fm5_medium_header_of(tail)->previous_block_is_free = 0;
+        make_free_block(manager, span, tail, available - size, 0);
+    } else {
+        write_header(span, user, available, FM5_STATUS_MEDIUM);
+        fm5_medium_header_of(user + available)->previous_block_is_free = 0;
+    }
+    return user;
+}
+
+static void free_locked(fm5_medium_manager *manager, char *user);
+
+/* The arena skeleton's release steps: a block freed under the lock, and a queued one, whose pending
+ * mark must go first. */
+static void release_block(void *manager, void *block)
+{
+    free_locked(manager, block);
+}
+
+static void release_queued(void *manager, void *block)
+{
+    fm5_medium_header_of(block)->status &= (uint16_t)~FM5_STATUS_PENDING_FREE;
+    free_locked(manager, block);
+}
+
+static int may_have_block(const fm5_medium_manager *manager, unsigned bin)
+{
+    return manager->gate.pending_free_list || first_bin_with_block(manager, bin) >= 0;
+}
+
+static void *take_locked(fm5_medium_manager *manager, size_t size)
+{
+    fm5_arena_drain(&manager->gate, release_queued, manager);
+    void *user = take_from_bins(manager, size);
+    return user ? user : take_from_feed(manager, size);
+}
+
+/* First pass: only an arena that is idle and probably has a fitting free block. */
+static void *first_pass(void *arena, void *context, int *final)
+{
+    (void)final;
+    fm5_medium_manager *manager = arena;
+    size_t size = *(const size_t *)context;
+    if (manager->gate.locked || !may_have_block(manager, bin_for_free_block(size)) ||
+        !fm5_try_lock(&manager->gate.locked))
+        return NULL;
+    void *user = take_locked(manager, size);
+    fm5_unlock(&manager->gate.locked);
+    return user;
+}
+
+/* Second pass: any arena that can be locked, creating a span if it must. */
+static void *second_pass(void *arena, void *context, int *final)
+{
+    fm5_medium_manager *manager = arena;
+    size_t size = *(const size_t *)context;
+    if (!fm5_try_lock(&manager->gate.locked))
+        return NULL;
+    void *user = take_locked(manager, size);
+    if (!user) {
+        if (add_feed_span(manager))
+            user = take_from_feed(manager, size);
+        else
+            *final = 1;
+    }
+    fm5_unlock(&manager->gate.locked);
+    return user;
+}
+
+void *fm5_medium_allocate(size_t size)
+{
+    return fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], FM5_MEDIUM_ARENA_COUNT,
+                              first_pass, second_pass, &size, &fm5_medium_contention_count);
+}
+
+void *fm5_medium_get_mem(size_t user_size)
+{
+    return fm5_medium_allocate(fm5_medium_block_size_for(user_size));
+}
+
+/* ---- freeing ---------------------------------------------------------------------------------- */
+
+static int keep_empty_span(const fm5_medium_manager *manager)
+{
+    if (fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+        return 0;
+    size_t feed_left = manager->feed_span ? (size_t)(manager->feed_end - span_area_start(manager->feed_span)) : 0;
+    return feed_left < FM5_MAXIMUM_MEDIUM_BLOCK_SIZE && !manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
+}
+
+static void free_locked(fm5_medium_manager *manager, char *user)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    /* A freed debug block keeps its debug information so that it can be checked before reuse: it is
+     * never merged. Its neighbours merge only when they carry none. */
+    uint16_t debug_info = fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO;
+    int merge = !fm5_recycling_never_merges_medium_blocks() && !debug_info;
+
+    char *next = user + size;
+    fm5_medium_header *next_header = fm5_medium_header_of(next);
+    if (merge && next_header->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
+        size_t next_size = fm5_medium_block_size(next);
+        if (next_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+            bin_remove(manager, (fm5_medium_free_links *)next, next_size);
+        clear_block_start(span, next);
+        size += next_size;
+    }
+    size_t previous_size = fm5_medium_header_of(user)->previous_block_is_free
+                               ? *(uint32_t *)(user - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t))
+                               : 0;
+    if (merge && previous_size &&
+        fm5_medium_header_of(user - previous_size)->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
+        char *previous = user - previous_size;
+        if (previous_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+            bin_remove(manager, (fm5_medium_free_links *)previous, previous_size);
+        clear_block_start(span, user);
+        user = previous;
+        size += previous_size;
+    }
+
+    if (!debug_info && span == manager->feed_span && user == manager->feed_end) {
+        /* Adjacent to the unfed space: give it back to the feed. */
+        clear_block_start(span, user);
+        manager->feed_end = user + size;
+        fm5_medium_header_of(user + size)->previous_block_is_free = 0;
+        if (manager->feed_end == span_end(span) &&
+            fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+            release_span(manager, span);
+        return;
+    }
+    if (!debug_info && user == span_area_start(span) && user + size == span_end(span) &&
+        !keep_empty_span(manager)) {
+        release_span(manager, span);
+        return;
+    }
+    make_free_block(manager, span, user, size, debug_info);
+}
+
+/* Live: exactly "medium", with or without debug information. Queued: marked pending. */
+static const fm5_arena_status_rule medium_status_rule = { (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO, FM5_STATUS_MEDIUM,
+                                                          FM5_STATUS_PENDING_FREE };
+
+int fm5_medium_free(void *user)
+{
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    return fm5_arena_free(&manager->gate, user, &fm5_medium_header_of(user)->status, medium_status_rule,
+                          release_block, release_queued, manager);
+}
+
+int fm5_medium_process_pending_frees(int wait)
+{
+    int complete = 1;
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++)
+        complete &= fm5_arena_process_pending(&fm5_medium_managers[a].gate, wait, release_queued,
+                                              &fm5_medium_managers[a]);
+    return complete;
+}
+
+/* ---- resizing in place ------------------------------------------------------------------------ */
+
+static int grow_locked(fm5_medium_manager *manager, char *user, size_t new_user_size)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    char *next = user + size;
+    fm5_medium_header *next_header = fm5_medium_header_of(next);
+    if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE))
+        return 0;
+    size_t next_size = fm5_medium_block_size(next);
+    size_t needed = fm5_round_up(new_user_size + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (size + next_size < needed)
+        return 0;
+    /* Grow by a quarter at least, so that a block grown step by step moves rarely. */
+    size_t old_user_size = size - FM5_MEDIUM_HEADER_SIZE;
+    size_t wanted = fm5_round_up(old_user_size + old_user_size / 4 + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (wanted > FM5_MAXIMUM_MEDIUM_BLOCK_SIZE)
+        wanted = FM5_MAXIMUM_MEDIUM_BLOCK_SIZE;
+    if (wanted < needed)
+        wanted = needed;
+    if (wanted > size + next_size)
+        wanted = size + next_size;
+
+    if (next_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        bin_remove(manager, (fm5_medium_free_links *)next, next_size);
+    clear_block_start(span, next);
+    size_t tail_size = size + next_size - wanted;
+    if (tail_size > 0) {
+        char *tail = user + wanted;
+        mark_block_start(span, tail);
+        fm5_medium_header_of(tail)->previous_block_is_free = 0;
+        make_free_block(manager, span, tail, tail_size, 0);
+    } else {
+        fm5_medium_header_of(user + wanted)->previous_block_is_free = 0;
+    }
+    fm5_medium_header_of(user)->size_multiple = (uint16_t)(wanted / FM5_MEDIUM_ALIGNMENT);
+    return 1;
+}
+
+static int shrink_locked(fm5_medium_manager *manager, char *user, size_t new_user_size)
+{
+    fm5_medium_span *span = fm5_medium_span_of(user);
+    size_t size = fm5_medium_block_size(user);
+    size_t wanted = fm5_round_up(new_user_size + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
+    if (wanted < FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        wanted = FM5_MINIMUM_MEDIUM_BLOCK_SIZE;
+    if (wanted >= size)
+        return 1;
+    char *tail = user + wanted;
+    fm5_medium_header_of(user)->size_multiple = (uint16_t)(wanted / FM5_MEDIUM_ALIGNMENT);
+    write_header(span, tail, size - wanted, FM5_STATUS_MEDIUM);
+    fm5_medium_header_of(tail)->previous_block_is_free = 0;
+    mark_block_start(span, tail);
+    free_locked(manager, tail);
+    return 1;
+}
+
+int fm5_medium_resize_in_place(void *user, size_t new_user_size)
+{
+    size_t available = fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    int grow = new_user_size > available;
+    if (!grow && (available / 2 <= new_user_size))
+        return 1;
+    if (!grow && new_user_size < IN_PLACE_DOWNSIZE_LIMIT)
+        return 0;
+    if (grow) {
+        /* Check without the lock first: most growths have no free neighbour and must move anyway. */
+        size_t size = available + FM5_MEDIUM_HEADER_SIZE;
+        fm5_medium_header *next_header = fm5_medium_header_of((char *)user + size);
+        if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE) ||
+            size + (size_t)next_header->size_multiple * FM5_MEDIUM_ALIGNMENT < new_user_size + FM5_MEDIUM_HEADER_SIZE)
+            return 0;
+    }
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
+    int done = grow ? grow_locked(manager, user, new_user_size) : shrink_locked(manager, user, new_user_size);
+    fm5_arena_unlock(&manager->gate, release_queued, manager);
+    return done;
+}
+
+/* ---- walking ---------------------------------------------------------------------------------- */
+
+static int walk_span(fm5_medium_manager *manager, fm5_medium_span *span, unsigned arena,
+                     fm5_walk_visitor visitor, void *context, uint32_t timeout_ms, fm5_span_walker small_span_walker)
+{
+    int result = FM5_WALK_COMPLETE;
+    fm5_walk_item item = { span, span->span_size, 0, FastMM_MediumBlockSpan, arena, 0, 0 };
+    if (visitor(&item, context))
+        return FM5_WALK_STOPPED;
+    char *user = span_area_start(span);
+    if (span == manager->feed_span && manager->feed_end > user) {
+        fm5_walk_item unused = { user, (size_t)(manager->feed_end - user), 0, FastMM_MediumBlock, arena, 1, 1 };
+        if (visitor(&unused, context))
+            return FM5_WALK_STOPPED;
+        user = manager->feed_end;
+    }
+    for (char *end = span_end(span); user < end; user += fm5_medium_block_size(user)) {
+        fm5_medium_header *header = fm5_medium_header_of(user);
+        size_t size = fm5_medium_block_size(user);
+        if (size == 0)
+            break;
+        if (header->is_small_block_span && !(header->status & FM5_STATUS_FREE)) {
+            int small = small_span_walker(user, visitor, context, timeout_ms);
+            if (small == FM5_WALK_STOPPED)
+                return small;
+            if (small == FM5_WALK_INCOMPLETE)
+                result = small;
+            continue;
+        }
+        fm5_walk_item block = { user, size, size - FM5_MEDIUM_HEADER_SIZE, FastMM_MediumBlock, arena,
+                                (header->status & FM5_STATUS_FREE) != 0, 0 };
+        if (visitor(&block, context))
+            return FM5_WALK_STOPPED;
+    }
+    return result;
+}
+
+int fm5_medium_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms, fm5_span_walker small_span_walker)
+{
+    int result = FM5_WALK_COMPLETE;
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
+            result = FM5_WALK_INCOMPLETE;
+            continue;
+        }
+        fm5_medium_check_manager(manager);
+        for (fm5_ring *node = manager->spans.next; node != &manager->spans; node = node->next) {
+            fm5_medium_span *span = FM5_CONTAINER_OF(node, fm5_medium_span, ring);
+            int r = walk_span(manager, span, a, visitor, context, timeout_ms, small_span_walker);
+            if (r == FM5_WALK_STOPPED) {
+                fm5_unlock(&manager->gate.locked);
+                return r;
+            }
+            if (r == FM5_WALK_INCOMPLETE)
+                result = r;
+        }
+        fm5_unlock(&manager->gate.locked);
+    }
+    return result;
+}
+
+/* ---- invariants ------------------------------------------------------------------------------- */
+
+#if FM5_CHECKED
+static void check_span(const fm5_medium_manager *manager, const fm5_medium_span *span)
+{
+    FM5_ASSERT(span->manager == manager && span->span_size % FM5_OS_GRANULARITY == 0 &&
+               span->span_size <= FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
+    char *user = span_area_start(span);
+    if (span == manager->feed_span)
+        user = manager->feed_end;
+    while (user < span_end(span)) {
+        const fm5_medium_header *header = fm5_medium_header_of(user);
+        size_t size = fm5_medium_block_size(user);
+        FM5_ASSERT(size >= FM5_MEDIUM_ALIGNMENT && user + size <= span_end(span));
+        FM5_ASSERT(fm5_medium_is_block_start(span, user) && fm5_medium_span_of(user) == span);
+        FM5_ASSERT((header->status & FM5_STATUS_MEDIUM) && !(header->status & FM5_STATUS_SMALL));
+        if (header->status & FM5_STATUS_FREE) {
+            FM5_ASSERT(*(const uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) == size);
+            FM5_ASSERT(fm5_medium_header_of(user + size)->previous_block_is_free == 1);
+        }
+        user += size;
+    }
+    FM5_ASSERT(user == span_end(span));
+}
+#endif
+
+void fm5_medium_check_manager(const fm5_medium_manager *manager)
+{
+#if FM5_CHECKED
+    FM5_ASSERT(manager->gate.locked);
+    for (unsigned group = 0; group < FM5_MEDIUM_BIN_GROUP_COUNT; group++)
+        FM5_ASSERT(((manager->group_bitmap >> group) & 1) == (manager->bin_bitmaps[group] != 0));
+    for (unsigned bin = 0; bin < FM5_MEDIUM_BIN_COUNT; bin++) {
+        FM5_ASSERT(((manager->bin_bitmaps[bin / 32] >> (bin % 32)) & 1) == (manager->bins[bin] != NULL));
+        const fm5_medium_free_links *slot = (const fm5_medium_free_links *)&manager->bins[bin];
+        const fm5_medium_free_links *previous = slot;
+        for (const fm5_medium_free_links *block = manager->bins[bin]; block; block = block->next) {
+            size_t size = fm5_medium_block_size(block);
+            FM5_ASSERT(block->prev == previous);
+            FM5_ASSERT((fm5_medium_header_of(block)->status & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
+                       (FM5_STATUS_MEDIUM | FM5_STATUS_FREE));
+            FM5_ASSERT(size >= bin_size(bin) && (bin == FM5_MEDIUM_BIN_COUNT - 1 || size < bin_size(bin + 1)));
+            FM5_ASSERT(fm5_medium_is_block_start(fm5_medium_span_of(block), block));
+            previous = block;
+        }
+    }
+    for (const fm5_ring *node = manager->spans.next; node != &manager->spans; node = node->next) {
+        FM5_ASSERT(node->next->prev == node);
+        check_span(manager, FM5_CONTAINER_OF(node, fm5_medium_span, ring));
+    }
+#else
+    (void)manager;
+#endif
+}
+
+void fm5_medium_initialize(void)
+{
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        fm5_ring_init(&manager->spans);
+        manager->arena = a;
+    }
+}

@@ -1,0 +1,116 @@
+/* Medium blocks: 2,623 to 558,904 user bytes, 64-byte aligned, carved from spans mapped from the OS, kept in
+ * 1024 size bins with a two-level bitmap and coalesced with both neighbours when freed. */
+#ifndef FM5_MEDIUM_BLOCKS_H
+#define FM5_MEDIUM_BLOCKS_H
+
+#include "base/platform.h"
+#include "base/ring.h"
+#include "blocks/geometry.h"
+#include "blocks/arena.h"
+
+
+/* The 8 bytes before a medium block's user address. */
+typedef struct fm5_medium_header {
+    uint16_t size_multiple;          /* block size / 64, header included */
+    uint16_t span_offset_multiple;   /* (user address - span) / 64 */
+    uint8_t previous_block_is_free;
+    uint8_t is_small_block_span;
+    uint16_t status;                 /* block_status.h; shared with the status word */
+} fm5_medium_header;
+
+typedef struct fm5_medium_free_links {
+    struct fm5_medium_free_links *next;
+    struct fm5_medium_free_links *prev;  /* may point at the bin slot, whose `next` is the slot itself */
+} fm5_medium_free_links;
+
+struct fm5_medium_manager;
+
+/* The start of every medium span. A bitmap of block starts (one bit per 64 bytes of span) follows the
+ * header: FreeMem checks it so that an interior pointer is never taken for a block. */
+typedef struct fm5_medium_span {
+    fm5_ring ring;                       /* the arena's spans */
+    struct fm5_medium_manager *manager;
+    uint32_t span_size;
+    uint32_t first_block_offset;
+    uint8_t reserved[64 - 3 * FM5_POINTER_SIZE - 8];
+} fm5_medium_span;
+
+/* One medium arena. Its gate's lock guards everything here and every block of its spans, feeding
+ * included. Invariants (fm5_medium_check_manager in a checked build):
+ * - bit b of bin_bitmaps[b / 32] is set iff bins[b] is not empty, and bit g of group_bitmap iff
+ *   bin_bitmaps[g] is not 0;
+ * - every block in bins[b] is free, starts a block in its span's block-start bitmap, and is at least
+ *   the size of bin b and smaller than the next bin's (the last bin: up to the largest medium block);
+ * - walking a span from its first block by block sizes reaches its end exactly, every step a block
+ *   start; no two free blocks without debug information are neighbours (they would have merged),
+ *   except while debug mode keeps freed blocks apart;
+ * - the feed span's unfed space is [first block, feed_end); the block at feed_end is not free. */
+typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
+    fm5_ring spans;                      /* sentinel of the arena's spans */
+    fm5_arena_gate gate;
+    uint32_t arena;
+    fm5_medium_span *feed_span;
+    char *feed_end;                      /* lowest carved block of the feed span; blocks are cut below it */
+    uint32_t group_bitmap;
+    uint32_t bin_bitmaps[FM5_MEDIUM_BIN_GROUP_COUNT];
+    fm5_medium_free_links *bins[FM5_MEDIUM_BIN_COUNT];
+} fm5_medium_manager;
+
+_Static_assert(sizeof(fm5_medium_header) == FM5_MEDIUM_HEADER_SIZE, "medium header is 8 bytes");
+_Static_assert(sizeof(fm5_medium_span) == 64, "medium span header is one cache line");
+extern fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
+extern size_t fm5_medium_contention_count;
+
+FM5_INLINE fm5_medium_header *fm5_medium_header_of(const void *user)
+{
+    return (fm5_medium_header *)((char *)user - FM5_MEDIUM_HEADER_SIZE);
+}
+
+FM5_INLINE size_t fm5_medium_block_size(const void *user)
+{
+    return (size_t)fm5_medium_header_of(user)->size_multiple * FM5_MEDIUM_ALIGNMENT;
+}
+
+FM5_INLINE fm5_medium_span *fm5_medium_span_of(const void *user)
+{
+    return (fm5_medium_span *)((char *)user -
+                               (size_t)fm5_medium_header_of(user)->span_offset_multiple * FM5_MEDIUM_ALIGNMENT);
+}
+
+/* Block size (header included) that serves `user_size` bytes: the next bin size. */
+size_t fm5_medium_block_size_for(size_t user_size);
+
+void fm5_medium_initialize(void);
+
+/* A block of at least `block_size` bytes (a bin size); NULL if the OS refuses memory. */
+void *fm5_medium_allocate(size_t block_size);
+void *fm5_medium_get_mem(size_t user_size);
+
+/* For a block that fm5_identify_block proved to be a live medium block (or small-block span).
+ * Returns 0, or -1 if another thread freed it first. */
+int fm5_medium_free(void *user);
+
+/* Resizes in place when the rules allow; returns 1 if it did. */
+int fm5_medium_resize_in_place(void *user, size_t new_user_size);
+
+/* One bit per 64 bytes of span, set where a block starts. */
+FM5_INLINE uint32_t *fm5_medium_block_start_bitmap(const fm5_medium_span *span)
+{
+    return (uint32_t *)((char *)span + sizeof(fm5_medium_span));
+}
+
+/* Is `user` the start of a block in its span? */
+FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void *user)
+{
+    size_t index = (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
+    if (index * FM5_MEDIUM_ALIGNMENT >= span->span_size)
+        return 0;
+    return (fm5_medium_block_start_bitmap(span)[index / 32] >> (index % 32)) & 1;
+}
+
+int fm5_medium_process_pending_frees(int wait);
+
+/* A checked build's audit of one arena, under its lock: the invariants above. */
+void fm5_medium_check_manager(const fm5_medium_manager *manager);
+
+#endif

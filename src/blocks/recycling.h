@@ -1,0 +1,36 @@
+/* What the release managers ask before they recycle memory, set by a higher layer (debug mode) that
+ * they know nothing of. Release mode leaves every option off and no check installed. */
+#ifndef FM5_RECYCLING_H
+#define FM5_RECYCLING_H
+
+#include "base/platform.h"
+
+/* Keep small-block spans whose blocks are all free (FastMM5's "never free small-block spans"). */
+#define FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS 1u
+/* Never merge a freed medium block with its free neighbours (FastMM5's "never merge"). */
+#define FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS 2u
+
+extern volatile unsigned fm5_recycling_options;
+
+/* Asked, under the manager's lock, before a freed block whose status says HasDebugInfo is handed out
+ * again: `outer` is the block, `outer_usable` what it holds. Returns 1 if it may be reused, 0 if it
+ * must stay out of circulation. Must not take a manager lock. */
+typedef int (*fm5_freed_block_check)(void *outer, size_t outer_usable);
+
+/* Installed once at start-up, before any block carries HasDebugInfo. */
+void fm5_recycling_set_freed_block_check(fm5_freed_block_check check);
+
+/* The check of the freed block at `outer`: always 1 when none is installed. */
+int fm5_recycling_may_reuse(void *outer, size_t outer_usable);
+
+FM5_INLINE int fm5_recycling_keeps_empty_small_spans(void)
+{
+    return (fm5_recycling_options & FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS) != 0;
+}
+
+FM5_INLINE int fm5_recycling_never_merges_medium_blocks(void)
+{
+    return (fm5_recycling_options & FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS) != 0;
+}
+
+#endif

@@ -1,0 +1,65 @@
+/* The release engine: GetMem, FreeMem and ReallocMem of ordinary blocks, by FastMM5's rules, without
+ * debug mode or erase modes. Debug mode builds its blocks on it; the public entry points (api/) sit on
+ * both. It never calls up: nothing here knows that debug blocks exist beyond their status word. */
+#ifndef FM5_RELEASE_ENGINE_H
+#define FM5_RELEASE_ENGINE_H
+
+#include "base/platform.h"
+#include "blocks/geometry.h"
+#include "blocks/block_identity.h"
+#include "blocks/small_blocks.h"
+#include "blocks/medium_blocks.h"
+#include "blocks/large_blocks.h"
+
+/* GetMem: the size picks the manager. Inline for the public GetMem's fast path. */
+FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
+{
+    if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
+        return fm5_small_get_mem(size);
+    if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
+        return fm5_medium_get_mem(size);
+    return fm5_large_get_mem(size);
+}
+
+/* The same out of line: for debug mode, and the asm's GetMem above the small range. */
+void *fm5_release_get_mem(size_t size);
+
+/* Frees a live ordinary block that fm5_identify_block has identified. Returns 0, or -1 when it was not
+ * a live ordinary block (a debug block included) or another thread freed it first. */
+int fm5_release_free_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts);
+
+/* Identifies and frees an ordinary block that fm5 itself holds (a debug block's outer block); reports
+ * an event and returns -1 if it is none. */
+int fm5_release_free_mem(void *p);
+
+/* The span of a live small block without debug information, proved without looking further, or NULL:
+ * the fast paths of FreeMem and ReallocMem (the asm makes the same tests). */
+FM5_INLINE fm5_small_span *fm5_release_live_small_block_span(void *p)
+{
+    if (FM5_UNLIKELY(!fm5_status_word_is_ours(p)))
+        return NULL;
+    unsigned status = *fm5_status_word(p);
+    if (FM5_UNLIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) !=
+                     FM5_STATUS_SMALL))
+        return NULL;
+    return fm5_small_block_span(p, status);
+}
+
+/* ReallocMem of a live small block whose span is `span`: in place (FastMM5 PR #98) when the new size
+ * still fits and the block would not be mostly empty, else moved, upsized with room to grow. */
+void *fm5_release_realloc_small_block(void *p, size_t new_size, fm5_small_span *span);
+
+/* The same for a block the asm has proved a live small block that does not stay in place (the C twin
+ * of the asm ReallocMem's tail, api/asm_twins.h). */
+void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
+
+/* ReallocMem of any live ordinary block: in place when the manager's rules allow, else moved (the old
+ * block is released only once the new one exists). NULL, with the old block intact, on failure. */
+void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,
+                                size_t new_size);
+
+/* Releases the blocks queued on every arena's pending-free list whose lock is free now. Returns 1 if
+ * nothing was left queued. */
+int fm5_release_process_pending_frees(void);
+
+#endif

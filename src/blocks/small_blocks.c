@@ -1,0 +1,340 @@
+/* Small blocks: a lock-free sequential feed from the end of the current span, per-span free lists,
+ * partially-free span lists, and pending-free lists so that a free never waits. */
+#include "base/os.h"
+#include "blocks/small_blocks.h"
+#include "blocks/small_block_classes.h"
+#include "blocks/medium_blocks.h"
+#include "blocks/arena.h"
+#include "blocks/recycling.h"
+#include "blocks/walk.h"
+
+fm5_small_manager fm5_small_managers[FM5_SMALL_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
+size_t fm5_small_contention_count;
+
+/* A span's medium block loses its own header and the span header, and gains the first block's status
+ * word, which lives in the span header. */
+#define SPAN_OVERHEAD (FM5_MEDIUM_HEADER_SIZE + FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE)
+
+FM5_INLINE fm5_small_span *span_of_ring(fm5_ring *node)
+{
+    return FM5_CONTAINER_OF(node, fm5_small_span, partially_free);
+}
+
+FM5_INLINE int has_partially_free_span(const fm5_small_manager *manager)
+{
+    return !fm5_ring_is_empty(&manager->partially_free);
+}
+
+FM5_INLINE char *block_at(fm5_small_span *span, uint32_t offset)
+{
+    return (char *)span + offset;
+}
+
+FM5_INLINE uint16_t status_for(const fm5_small_span *span, const char *user)
+{
+    uintptr_t line_mask = ((uintptr_t)1 << FM5_SMALL_LINE_SHIFT) - 1;
+    uintptr_t line = ((uintptr_t)user & ~line_mask) - (uintptr_t)span;
+    return (uint16_t)(((line >> FM5_SMALL_LINE_SHIFT) << FM5_SMALL_OFFSET_SHIFT) | FM5_STATUS_SMALL);
+}
+
+/* ---- sequential feed -------------------------------------------------------------------------- */
+
+static void *feed(fm5_small_manager *manager)
+{
+    for (;;) {
+        uint64_t current = fm5_load_u64(&manager->feed);
+        uint32_t offset = (uint32_t)current;
+        if (offset <= FM5_SMALL_SPAN_HEADER_SIZE)
+            return NULL;
+        fm5_small_span *span = manager->feed_span;
+        uint32_t next_offset = offset - manager->block_size;
+        uint64_t next = (((current >> 32) + 1) << 32) | next_offset;
+        if (fm5_cas_u64(&manager->feed, current, next)) {
+            FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
+            char *user = block_at(span, next_offset);
+            FM5_ASSERT(*fm5_status_word(user) == (status_for(span, user) | FM5_STATUS_FREE));
+            *fm5_status_word(user) &= (uint16_t)~FM5_STATUS_FREE;
+            return user;
+        }
+    }
+}
+
+static void start_feed(fm5_small_manager *manager, fm5_small_span *span, uint32_t last_offset)
+{
+    /* The span is published before the offset that makes it usable. A feeder that read the old offset
+     * found it exhausted and gave up, or fails its compare-and-swap because the counter moved. */
+    FM5_ASSERT(manager->gate.locked && (uint32_t)fm5_load_u64(&manager->feed) <= FM5_SMALL_SPAN_HEADER_SIZE);
+    __atomic_store_n(&manager->feed_span, span, __ATOMIC_RELEASE);
+    for (;;) {
+        uint64_t current = fm5_load_u64(&manager->feed);
+        uint64_t next = (((current >> 32) + 1) << 32) | last_offset;
+        if (fm5_cas_u64(&manager->feed, current, next))
+            return;
+    }
+}
+
+/* ---- allocation and release under the manager's lock ------------------------------------------ */
+
+static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *user)
+{
+    FM5_ASSERT(manager->gate.locked && span->manager == manager && span->blocks_in_use > 0);
+    FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
+    if (--span->blocks_in_use == 0 && !fm5_recycling_keeps_empty_small_spans()) {
+        if (span->first_free_block)
+            fm5_ring_remove(&span->partially_free);
+        if (manager->feed_span == span)
+            manager->feed_span = NULL;
+        span->identity_tag = 0;
+        fm5_medium_header_of(span)->is_small_block_span = 0;
+        fm5_medium_free(span);
+        return;
+    }
+    *fm5_status_word(user) |= FM5_STATUS_FREE;
+    *(void **)user = span->first_free_block;
+    if (!span->first_free_block)
+        fm5_ring_insert_first(&manager->partially_free, &span->partially_free);
+    span->first_free_block = user;
+}
+
+/* The arena skeleton's release step, for a block freed under the lock and for a queued one (whose
+ * status word fm5_arena_free has marked free already). */
+static void release_block(void *manager, void *block)
+{
+    free_locked(manager, fm5_small_span_of(block, *fm5_status_word(block)), block);
+}
+
+static void release_chain(fm5_small_manager *manager, char *block)
+{
+    while (block) {
+        char *next = *(char **)block;
+        release_block(manager, block);
+        block = next;
+    }
+}
+
+static void *reuse_locked(fm5_small_manager *manager)
+{
+    char *pending = fm5_pending_take_all(&manager->gate.pending_free_list);
+    if (pending) {
+        /* The first queued block is handed out at once unless it must be checked first; it is still
+         * counted in use, since it never reached its span's free chain. */
+        char *rest = *(char **)pending;
+        if (!(*fm5_status_word(pending) & FM5_STATUS_HAS_DEBUG_INFO)) {
+            release_chain(manager, rest);
+            *fm5_status_word(pending) &= (uint16_t)~FM5_STATUS_FREE;
+            return pending;
+        }
+        release_chain(manager, pending);
+    }
+    for (;;) {
+        if (!has_partially_free_span(manager))
+            return NULL;
+        fm5_small_span *span = span_of_ring(manager->partially_free.next);
+        char *user = span->first_free_block;
+        FM5_ASSERT(span->manager == manager && span->blocks_in_use < span->total_blocks);
+        FM5_ASSERT(user && fm5_small_is_block_start(span, manager, user) && (*fm5_status_word(user) & FM5_STATUS_FREE));
+        span->first_free_block = *(void **)user;
+        span->blocks_in_use++;
+        if (!span->first_free_block)
+            fm5_ring_remove(&span->partially_free);
+        volatile uint16_t *status = fm5_status_word(user);
+        if (!(*status & FM5_STATUS_HAS_DEBUG_INFO) ||
+            fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE)) {
+            *status &= (uint16_t)~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO);
+            return user;
+        }
+        /* A corrupted freed debug block stays out of circulation: counted in use, on no list, and no
+         * longer marked as a debug block so that scans pass it by. */
+        *status &= (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO;
+    }
+}
+
+static void *new_span_locked(fm5_small_manager *manager)
+{
+    fm5_small_span *span = fm5_medium_allocate(manager->optimal_span_size);
+    if (!span)
+        span = fm5_medium_allocate(manager->minimum_span_size);
+    if (!span)
+        return NULL;
+    uint32_t block_size = manager->block_size;
+    uint32_t count = (uint32_t)((fm5_medium_block_size(span) - SPAN_OVERHEAD) / block_size);
+    span->manager = manager;
+    span->total_blocks = count;
+    span->blocks_in_use = count;
+    span->first_free_block = NULL;
+    span->partially_free.next = span->partially_free.prev = NULL;
+    span->identity_tag = fm5_small_span_tag(span);
+    /* Every status word is written now, marked free until fed: a walk or a stray free then never meets
+     * a status word that is still being written, and a pointer to an unfed block is refused. */
+    for (uint32_t i = 0; i < count; i++) {
+        char *user = block_at(span, FM5_SMALL_SPAN_HEADER_SIZE + i * block_size);
+        *fm5_status_word(user) = status_for(span, user) | FM5_STATUS_FREE;
+    }
+    uint32_t last_offset = FM5_SMALL_SPAN_HEADER_SIZE + (count - 1) * block_size;
+    char *last = block_at(span, last_offset);
+    *fm5_status_word(last) &= (uint16_t)~FM5_STATUS_FREE;
+    __atomic_store_n(&fm5_medium_header_of(span)->is_small_block_span, 1, __ATOMIC_RELEASE);
+    start_feed(manager, span, last_offset);
+    return last;
+}
+
+/* ---- public paths ----------------------------------------------------------------------------- */
+
+/* First pass: reuse a freed block in an idle arena that has one, else feed lock-free. */
+static void *first_pass(void *arena, void *context, int *final)
+{
+    (void)context;
+    (void)final;
+    fm5_small_manager *manager = arena;
+    if (!manager->gate.locked && (manager->gate.pending_free_list || has_partially_free_span(manager)) &&
+        fm5_try_lock(&manager->gate.locked)) {
+        void *user = reuse_locked(manager);
+        fm5_unlock(&manager->gate.locked);
+        if (user)
+            return user;
+    }
+    return feed(manager);
+}
+
+/* Second pass: lock the arena and, if nothing else works, give it a new span. */
+static void *second_pass(void *arena, void *context, int *final)
+{
+    (void)context;
+    fm5_small_manager *manager = arena;
+    if (!fm5_try_lock(&manager->gate.locked))
+        return NULL;
+    void *user = reuse_locked(manager);
+    if (!user)
+        user = feed(manager);
+    if (!user) {
+        user = new_span_locked(manager);
+        *final = 1;
+    }
+    fm5_unlock(&manager->gate.locked);
+    return user;
+}
+
+void *fm5_small_get_mem(size_t size)
+{
+    unsigned slot = fm5_small_lookup[(size + 1) >> FM5_SMALL_GRANULARITY_SHIFT];
+    return fm5_arena_allocate(&fm5_small_managers[0][slot], sizeof fm5_small_managers[0], FM5_SMALL_ARENA_COUNT,
+                              first_pass, second_pass, NULL, &fm5_small_contention_count);
+}
+
+/* Live: not marked free. Queued: marked free at once, so that any second free of it fails. */
+static const fm5_arena_status_rule small_status_rule = { FM5_STATUS_FREE, 0, FM5_STATUS_FREE };
+
+int fm5_small_free(void *user, fm5_small_span *span)
+{
+    fm5_small_manager *manager = span->manager;
+    return fm5_arena_free(&manager->gate, user, fm5_status_word(user), small_status_rule, release_block,
+                          release_block, manager);
+}
+
+int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)
+{
+    fm5_arena_unlock(&manager->gate, release_block, manager);
+    return 0;
+}
+
+int fm5_small_process_pending_frees(int wait)
+{
+    int complete = 1;
+    for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++)
+        for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++)
+            complete &= fm5_arena_process_pending(&fm5_small_managers[a][c].gate, wait, release_block,
+                                                  &fm5_small_managers[a][c]);
+    return complete;
+}
+
+/* ---- walking ---------------------------------------------------------------------------------- */
+
+int fm5_small_walk_span(void *span_address, fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
+{
+    fm5_small_span *span = span_address;
+    fm5_small_manager *manager = span->manager;
+    if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms))
+        return FM5_WALK_INCOMPLETE;
+    int result = FM5_WALK_COMPLETE;
+    size_t span_size = fm5_medium_block_size(span);
+    fm5_small_check_span(span);
+    fm5_walk_item item = { span, span_size, 0, FastMM_SmallBlockSpan, manager->arena, 0, 0 };
+    if (visitor(&item, context)) {
+        result = FM5_WALK_STOPPED;
+    } else {
+        uint32_t unfed_below = manager->feed_span == span ? (uint32_t)fm5_load_u64(&manager->feed)
+                                                          : FM5_SMALL_SPAN_HEADER_SIZE;
+        for (uint32_t i = 0; i < span->total_blocks; i++) {
+            uint32_t offset = FM5_SMALL_SPAN_HEADER_SIZE + i * manager->block_size;
+            char *user = block_at(span, offset);
+            int unused = offset < unfed_below;
+            fm5_walk_item block = { user, manager->block_size, manager->block_size - FM5_SMALL_HEADER_SIZE,
+                                    FastMM_SmallBlock, manager->arena,
+                                    unused || (*fm5_status_word(user) & FM5_STATUS_FREE) != 0, unused };
+            if (visitor(&block, context)) {
+                result = FM5_WALK_STOPPED;
+                break;
+            }
+        }
+    }
+    fm5_unlock(&manager->gate.locked);
+    return result;
+}
+
+/* ---- invariants ------------------------------------------------------------------------------- */
+
+void fm5_small_check_span(const fm5_small_span *span)
+{
+#if FM5_CHECKED
+    const fm5_small_manager *manager = span->manager;
+    FM5_ASSERT(fm5_is_small_manager(manager) && manager->gate.locked);
+    FM5_ASSERT(span->identity_tag == fm5_small_span_tag(span));
+    FM5_ASSERT(span->blocks_in_use <= span->total_blocks && span->total_blocks > 0);
+    uint32_t chained = 0;
+    for (const char *user = span->first_free_block; user; user = *(char *const *)user) {
+        FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
+        FM5_ASSERT((*fm5_status_word(user) & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
+                   (status_for(span, user) | FM5_STATUS_FREE));
+        FM5_ASSERT(++chained <= span->total_blocks);
+    }
+    FM5_ASSERT(chained == span->total_blocks - span->blocks_in_use);
+    if (chained)
+        FM5_ASSERT(span->partially_free.next->prev == &span->partially_free &&
+                   span->partially_free.prev->next == &span->partially_free);
+    for (uint32_t i = 0; i < span->total_blocks; i++) {
+        const char *user = (const char *)span + FM5_SMALL_SPAN_HEADER_SIZE + (size_t)i * manager->block_size;
+        FM5_ASSERT((*fm5_status_word(user) & (uint16_t)~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
+                   status_for(span, user));
+    }
+#else
+    (void)span;
+#endif
+}
+
+/* ---- set-up ----------------------------------------------------------------------------------- */
+
+void fm5_small_initialize(void)
+{
+    for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++) {
+        uint32_t block_size = fm5_small_block_sizes[c];
+        uint32_t optimal = block_size * FM5_SMALL_OPTIMAL_BLOCKS_PER_SPAN;
+        if (optimal < FM5_SMALL_MINIMUM_OPTIMAL_SPAN_SIZE)
+            optimal = FM5_SMALL_MINIMUM_OPTIMAL_SPAN_SIZE;
+        if (optimal > FM5_SMALL_MAXIMUM_OPTIMAL_SPAN_SIZE)
+            optimal = FM5_SMALL_MAXIMUM_OPTIMAL_SPAN_SIZE;
+        uint32_t blocks = optimal / block_size;
+        uint32_t user_bytes_for = FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
+        for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++) {
+            fm5_small_manager *manager = &fm5_small_managers[a][fm5_small_class_slot(c)];
+            fm5_ring_init(&manager->partially_free);
+            manager->block_size = (uint16_t)block_size;
+            manager->arena = (uint8_t)a;
+            manager->class_index = (uint8_t)c;
+            manager->block_size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + block_size - 1) / block_size);
+            manager->minimum_span_size =
+                (uint32_t)fm5_medium_block_size_for(FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN * block_size + user_bytes_for);
+            manager->optimal_span_size = (uint32_t)fm5_medium_block_size_for(blocks * block_size + user_bytes_for);
+            manager->feed = FM5_SMALL_SPAN_HEADER_SIZE;
+        }
+    }
+}

@@ -1,0 +1,108 @@
+/* Small blocks: up to 2,622 user bytes in FastMM5's size classes, cut from spans that are themselves
+ * medium blocks. Each arena has one manager per class. */
+#ifndef FM5_SMALL_BLOCKS_H
+#define FM5_SMALL_BLOCKS_H
+
+#include "base/platform.h"
+#include "base/ring.h"
+#include "blocks/geometry.h"
+#include "blocks/block_status.h"
+#include "blocks/arena.h"
+
+struct fm5_small_manager;
+
+/* The first 64 bytes of a span; its last two bytes are the first block's status word.
+ * Invariants (checked by fm5_small_check_span in a checked build):
+ * - the span is a medium block with is_small_block_span set, and identity_tag == fm5_small_span_tag;
+ * - blocks_in_use <= total_blocks, and blocks not yet fed count as in use;
+ * - first_free_block chains exactly total_blocks - blocks_in_use - (unfed blocks) blocks of this span,
+ *   each marked FM5_STATUS_FREE; the span is on its manager's partially-free ring iff the chain is not
+ *   empty. */
+typedef struct fm5_small_span {
+    fm5_ring partially_free;             /* first: asm/ compares a span with its manager's address */
+    void *first_free_block;
+    struct fm5_small_manager *manager;
+    uint32_t total_blocks;
+    uint32_t blocks_in_use;     /* blocks not yet fed count as in use */
+    /* The span's address mixed with a constant while the span holds small blocks, 0 otherwise: FreeMem
+     * checks it, in the cache line it reads anyway, before trusting the span. */
+    uintptr_t identity_tag;
+    uint8_t reserved[64 - 5 * FM5_POINTER_SIZE - 8];
+} fm5_small_span;
+
+#define FM5_SMALL_SPAN_TAG_KEY ((uintptr_t)0x5EA5C0DE5EA5C0DEull)
+
+FM5_INLINE uintptr_t fm5_small_span_tag(const fm5_small_span *span)
+{
+    return (uintptr_t)span ^ FM5_SMALL_SPAN_TAG_KEY;
+}
+
+_Static_assert(sizeof(fm5_small_span) == FM5_SMALL_SPAN_HEADER_SIZE, "span header must end at the first block");
+
+/* One size class of one arena. Its gate's lock guards the partially-free ring, every span's free chain
+ * and counts, and the start of a new feed span; the feed itself is lock-free (docs/design.md):
+ * - feed: low 32 bits the span offset of the last block handed out, high 32 bits a counter that makes
+ *   every change distinct to compare-and-swap. The offset only decreases, by block_size, except when
+ *   a new feed span starts, under the lock, after the old one ran out (offset <= the span header).
+ * - feed_span is published before the offset that makes it usable. */
+typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_small_manager {
+    fm5_ring partially_free;                 /* sentinel of the spans with free blocks; first, as in a span */
+    volatile uint64_t feed;
+    fm5_small_span *volatile feed_span;
+    fm5_arena_gate gate;
+    uint16_t block_size;
+    uint8_t arena;
+    uint8_t class_index;
+    uint32_t block_size_reciprocal;          /* ceil(2^32 / block_size), to test block boundaries */
+    uint32_t minimum_span_size;
+    uint32_t optimal_span_size;
+} fm5_small_manager;
+
+extern fm5_small_manager fm5_small_managers[FM5_SMALL_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
+extern size_t fm5_small_contention_count;
+
+FM5_INLINE fm5_small_span *fm5_small_span_of(const void *user, unsigned status)
+{
+    uintptr_t line_mask = ((uintptr_t)1 << FM5_SMALL_LINE_SHIFT) - 1;
+    unsigned flag_mask = (1u << FM5_SMALL_OFFSET_SHIFT) - 1;
+    return (fm5_small_span *)(((uintptr_t)user & ~line_mask) -
+                              ((uintptr_t)(status & ~flag_mask) << (FM5_SMALL_LINE_SHIFT - FM5_SMALL_OFFSET_SHIFT)));
+}
+
+FM5_INLINE int fm5_is_small_manager(const void *manager)
+{
+    uintptr_t offset = (uintptr_t)manager - (uintptr_t)fm5_small_managers;
+    return offset < sizeof fm5_small_managers && offset % sizeof(fm5_small_manager) == 0;
+}
+
+/* No span is this long: a larger offset is not a block of the span (and keeps the product below exact). */
+#define FM5_SMALL_MAXIMUM_BLOCK_OFFSET (1u << 20)
+_Static_assert(FM5_SMALL_MAXIMUM_SPAN_REACH <= FM5_SMALL_MAXIMUM_BLOCK_OFFSET, "every block of a span is below the limit");
+/* With r = ceil(2^32 / b), floor(k * b * r / 2^32) == k exactly while k * b < 2^32. */
+_Static_assert((uint64_t)FM5_SMALL_MAXIMUM_BLOCK_OFFSET < ((uint64_t)1 << 32), "the reciprocal index is exact below the limit");
+
+/* Is `user` exactly on a block boundary of `span`, among its blocks? */
+FM5_INLINE int fm5_small_is_block_start(const fm5_small_span *span, const fm5_small_manager *manager,
+                                        const void *user)
+{
+    uintptr_t offset = (uintptr_t)user - ((uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE);
+    uint32_t index = (uint32_t)(((uint64_t)(uint32_t)offset * manager->block_size_reciprocal) >> 32);
+    return offset < FM5_SMALL_MAXIMUM_BLOCK_OFFSET && (uintptr_t)index * manager->block_size == offset &&
+           index < span->total_blocks;
+}
+
+void fm5_small_initialize(void);
+void *fm5_small_get_mem(size_t size);
+/* For a block that fm5_identify_block proved to be a live small block. Returns 0, or -1 if it turned
+ * out to be free already (a concurrent double free). */
+int fm5_small_free(void *user, fm5_small_span *span);
+int fm5_small_process_pending_frees(int wait);
+
+/* A checked build's audit of one span, under its manager's lock: the invariants above. */
+void fm5_small_check_span(const fm5_small_span *span);
+/* The end of a free under the manager's lock: releases the blocks queued on the manager meanwhile,
+ * unlocks and returns 0 (FreeMem's result). fm5_small_free ends with it; the NASM FreeMem tail-jumps
+ * here when the queue is not empty. */
+int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager);
+
+#endif

@@ -1,0 +1,21 @@
+/* The fill patterns of debug blocks: 0x90 over a block as it is handed out, so that code reading memory
+ * it never wrote sees a recognisable value, and 0x80 over a block as it is freed (with the freed-object
+ * marker in its first pointer), so that a later write through a dangling pointer can be detected when the
+ * block is reused (debug_freed_check.h). */
+#ifndef FM5_DEBUG_FILL_H
+#define FM5_DEBUG_FILL_H
+
+#include "base/platform.h"
+
+/* Seed 000 (FastMM5 PR #96): from this many user bytes up, a bulk fill (memset) beats stores of our
+ * own; below it the scalar stores win. */
+#define FM5_DEBUG_BULK_FILL_MINIMUM_SIZE 40u
+
+/* Both take the user data of a debug block: any address, `size` bytes, nothing outside is written. The
+ * freed fill's marker slot is written with memcpy, so even it assumes no alignment (debug blocks give
+ * pointer alignment, which keeps its 8-byte stores aligned). */
+void fm5_debug_fill_allocated(void *user, size_t size);
+void fm5_debug_fill_freed(void *user, size_t size);
+/* In the NASM build these are asm/ routines; their C twins are in asm_twins.h. */
+
+#endif

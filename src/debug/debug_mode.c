@@ -1,0 +1,135 @@
+/* Entering and leaving debug mode, and its settings. */
+#include "fm5.h"
+#include "debug/debug_mode.h"
+#include "blocks/recycling.h"
+#include "base/events.h"
+#include "base/os.h"
+
+#define KNOWN_OPTIONS                                                                                 \
+    (FastMM_DebugNeverFreeSmallBlockSpans | FastMM_DebugNeverMergeFreeMediumBlocks | FastMM_DebugNoFillPatterns | \
+     FastMM_DebugNoChecksums)
+
+volatile int fm5_debug_mode_active;
+volatile unsigned fm5_debug_stack_trace_depth = FM5_DEFAULT_STACK_TRACE_DEPTH;
+volatile unsigned fm5_debug_allocation_group;
+volatile uint32_t fm5_debug_last_allocation_number;
+volatile uint32_t fm5_debug_break_allocation_number;
+
+static volatile long debug_mode_counter;
+static volatile unsigned debug_mode_options =
+    FastMM_DebugNeverFreeSmallBlockSpans | FastMM_DebugNeverMergeFreeMediumBlocks;
+
+unsigned fm5_debug_options(void)
+{
+    return debug_mode_options;
+}
+
+/* The release managers keep freed blocks in place only while debug mode is active, as FastMM5 does. */
+static void publish_state(void)
+{
+    int active = debug_mode_counter > 0;
+    unsigned recycling = 0;
+    if (active && (debug_mode_options & FastMM_DebugNeverFreeSmallBlockSpans))
+        recycling |= FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS;
+    if (active && (debug_mode_options & FastMM_DebugNeverMergeFreeMediumBlocks))
+        recycling |= FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS;
+    fm5_recycling_options = recycling;
+    fm5_debug_mode_active = active;
+}
+
+static fm5_lock mode_lock;
+
+/* On Win32 a pointer read from a fill pattern is 0x80808080 or 0x90909090, which could be mapped
+ * memory. Reserving the 64 KB around both without access (as FastMM5 does) makes a use of such a
+ * pointer fault instead of reading something. Win64 patterns are never user addresses. */
+static void reserve_fill_pattern_addresses(void)
+{
+#ifdef FM5_WIN32
+    static int reserved;
+    if (reserved)
+        return;
+    reserved = 1;
+    fm5_os_reserve_inaccessible((void *)(uintptr_t)0x80800000u, FM5_OS_GRANULARITY);
+    fm5_os_reserve_inaccessible((void *)(uintptr_t)0x90900000u, FM5_OS_GRANULARITY);
+#endif
+}
+
+static int adjust_counter(long delta)
+{
+    fm5_lock_with_timeout(&mode_lock, FM5_WAIT_FOREVER);
+    if (delta > 0)
+        reserve_fill_pattern_addresses();
+    debug_mode_counter += delta;
+    publish_state();
+    int active = fm5_debug_mode_active;
+    fm5_unlock(&mode_lock);
+    return active;
+}
+
+int FM5_CALL FastMM_EnterDebugMode(void)
+{
+    return adjust_counter(1);
+}
+
+int FM5_CALL FastMM_ExitDebugMode(void)
+{
+    return adjust_counter(-1);
+}
+
+int FM5_CALL FastMM_DebugModeActive(void)
+{
+    return fm5_debug_mode_active;
+}
+
+int FM5_CALL FastMM_SetDebugModeOptions(unsigned options)
+{
+    if (options & ~(unsigned)KNOWN_OPTIONS) {
+        fm5_event_report(FastMM_EventInvalidArgument, NULL, options, "FastMM_SetDebugModeOptions: unknown option bits");
+        return -1;
+    }
+    fm5_lock_with_timeout(&mode_lock, FM5_WAIT_FOREVER);
+    debug_mode_options = options;
+    publish_state();
+    fm5_unlock(&mode_lock);
+    return 0;
+}
+
+unsigned FM5_CALL FastMM_GetDebugModeOptions(void)
+{
+    return debug_mode_options;
+}
+
+int FM5_CALL FastMM_SetDebugModeStackTraceEntryCount(unsigned count)
+{
+    if (count > 64) {
+        fm5_event_report(FastMM_EventInvalidArgument, NULL, count, "the stack trace depth must be 0 to 64");
+        return -1;
+    }
+    fm5_debug_stack_trace_depth = count;
+    return 0;
+}
+
+unsigned FM5_CALL FastMM_GetDebugModeStackTraceEntryCount(void)
+{
+    return fm5_debug_stack_trace_depth;
+}
+
+unsigned FM5_CALL FastMM_GetLastAllocationNumber(void)
+{
+    return fm5_debug_last_allocation_number;
+}
+
+void FM5_CALL FastMM_SetBreakOnAllocationNumber(unsigned number)
+{
+    fm5_debug_break_allocation_number = number;
+}
+
+void FM5_CALL FastMM_SetCurrentAllocationGroup(unsigned group)
+{
+    fm5_debug_allocation_group = group;
+}
+
+unsigned FM5_CALL FastMM_GetCurrentAllocationGroup(void)
+{
+    return fm5_debug_allocation_group;
+}

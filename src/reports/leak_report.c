@@ -1,0 +1,140 @@
+/* Leak reports: every live block that is not an expected leak, then a summary by size. */
+#include "base/os.h"
+#include "fm5.h"
+#include "reports/leak_report.h"
+#include "reports/expected_leaks.h"
+#include "blocks/walk.h"
+#include "debug/debug_blocks.h"
+#include "base/events.h"
+#include "base/text_builder.h"
+
+#define SUMMARY_SIZES 4096
+#define SUMMARY_BYTES 65536
+
+volatile int fm5_report_leaks_on_shutdown;
+
+typedef struct size_count {
+    size_t size;
+    size_t count;
+} size_count;
+
+/* Static: a report can hold thousands of sizes, more than a stack should; reports are serialised. */
+static fm5_lock report_lock;
+static fm5_expected_leak expected[FM5_EXPECTED_LEAK_ENTRIES];
+static size_count summary[SUMMARY_SIZES];
+static char summary_text[SUMMARY_BYTES];
+
+typedef struct leak_walk {
+    unsigned expected_entries;
+    unsigned sizes;
+    size_t leaks;
+    size_t other_sizes;     /* leaks whose size did not fit the summary table */
+} leak_walk;
+
+static void count_size(leak_walk *walk, size_t size)
+{
+    for (unsigned i = 0; i < walk->sizes; i++) {
+        if (summary[i].size == size) {
+            summary[i].count++;
+            return;
+        }
+    }
+    if (walk->sizes < SUMMARY_SIZES)
+        summary[walk->sizes++] = (size_count){ size, 1 };
+    else
+        walk->other_sizes++;
+}
+
+static int visit(const fm5_walk_item *item, void *context)
+{
+    leak_walk *walk = context;
+    fm5_live_user_block block;
+    if (!fm5_walk_item_live_user_block(item, &block))
+        return 0;
+    const void *user = block.user;
+    size_t size = block.size;
+    if (fm5_expected_leak_consume(expected, walk->expected_entries, user, size))
+        return 0;
+    walk->leaks++;
+    count_size(walk, size);
+    if (block.is_debug_block) {
+        fm5_debug_report_leaked_block(user, item->usable_size);
+    } else {
+        fm5_event_report(FastMM_EventMemoryLeak, user, size,
+                         "a block allocated outside debug mode was never freed (no history is recorded for it)");
+    }
+    return 0;
+}
+
+static void sort_summary(unsigned count)
+{
+    for (unsigned i = 1; i < count; i++) {
+        size_count entry = summary[i];
+        unsigned j = i;
+        while (j > 0 && summary[j - 1].size > entry.size) {
+            summary[j] = summary[j - 1];
+            j--;
+        }
+        summary[j] = entry;
+    }
+}
+
+static size_t report(uint32_t timeout_ms)
+{
+    fm5_lock_with_timeout(&report_lock, FM5_WAIT_FOREVER);
+    leak_walk walk = { fm5_expected_leaks_snapshot(expected), 0, 0, 0 };
+    int complete = fm5_walk_all(visit, &walk, timeout_ms) == FM5_WALK_COMPLETE;
+    if (walk.leaks) {
+        sort_summary(walk.sizes);
+        fm5_text text;
+        fm5_text_init(&text, summary_text, sizeof summary_text);
+        fm5_text_append(&text, "fm5: Memory leak: ");
+        fm5_text_append_unsigned(&text, walk.leaks);
+        fm5_text_append(&text, walk.leaks == 1 ? " block was" : " blocks were");
+        fm5_text_append(&text, " never freed.");
+        if (!complete)
+            fm5_text_append(&text, " Some arenas were busy and not examined.");
+        fm5_text_append(&text, "\r\nLeaked blocks by size:\r\n");
+        for (unsigned i = 0; i < walk.sizes; i++) {
+            fm5_text_append(&text, "    ");
+            fm5_text_append_unsigned(&text, summary[i].size);
+            fm5_text_append(&text, " bytes: ");
+            fm5_text_append_unsigned(&text, summary[i].count);
+            fm5_text_append(&text, "\r\n");
+        }
+        if (walk.other_sizes) {
+            fm5_text_append(&text, "    other sizes: ");
+            fm5_text_append_unsigned(&text, walk.other_sizes);
+            fm5_text_append(&text, "\r\n");
+        }
+        fm5_event_deliver(FastMM_EventMemoryLeak, NULL, walk.leaks, text.buffer);
+    }
+    fm5_unlock(&report_lock);
+    return walk.leaks;
+}
+
+size_t FM5_CALL FastMM_ReportMemoryLeaks(void)
+{
+    FastMM_ProcessAllPendingFrees();
+    return report(1000);
+}
+
+void FM5_CALL FastMM_SetReportMemoryLeaksOnShutdown(int report_leaks)
+{
+    fm5_report_leaks_on_shutdown = report_leaks != 0;
+}
+
+int FM5_CALL FastMM_GetReportMemoryLeaksOnShutdown(void)
+{
+    return fm5_report_leaks_on_shutdown;
+}
+
+void fm5_report_leaks_at_shutdown(void)
+{
+    if (!fm5_report_leaks_on_shutdown)
+        return;
+    fm5_debug_reports_may_load_symbols = 0;
+    FastMM_ProcessAllPendingFrees();
+    /* Threads killed at exit may have died holding a lock: wait only briefly for each arena. */
+    report(100);
+}

@@ -1,0 +1,105 @@
+/* FastMM_LogStateToFile: the live blocks grouped by size, written to a text file. */
+#include "fm5.h"
+#include "blocks/walk.h"
+#include "debug/debug_blocks.h"
+#include "base/text_builder.h"
+#include "base/os.h"
+
+#define STATE_SIZES 4096
+#define STATE_TEXT_BYTES (STATE_SIZES * 64 + 1024)
+
+typedef struct size_group {
+    size_t size;
+    size_t count;
+} size_group;
+
+/* Static, serialised by state_lock: a state log can hold thousands of sizes. */
+static fm5_lock state_lock;
+static size_group groups[STATE_SIZES];
+static char state_text[STATE_TEXT_BYTES];
+
+typedef struct state_walk {
+    unsigned groups;
+    size_t blocks;
+    size_t bytes;
+    size_t ungrouped_blocks;
+    size_t ungrouped_bytes;
+} state_walk;
+
+static int visit(const fm5_walk_item *item, void *context)
+{
+    state_walk *walk = context;
+    fm5_live_user_block block;
+    if (!fm5_walk_item_live_user_block(item, &block))
+        return 0;
+    size_t size = block.size;
+    walk->blocks++;
+    walk->bytes += size;
+    for (unsigned i = 0; i < walk->groups; i++) {
+        if (groups[i].size == size) {
+            groups[i].count++;
+            return 0;
+        }
+    }
+    if (walk->groups < STATE_SIZES) {
+        groups[walk->groups++] = (size_group){ size, 1 };
+    } else {
+        walk->ungrouped_blocks++;
+        walk->ungrouped_bytes += size;
+    }
+    return 0;
+}
+
+static void sort_by_total(unsigned count)
+{
+    for (unsigned i = 1; i < count; i++) {
+        size_group entry = groups[i];
+        unsigned j = i;
+        while (j > 0 && groups[j - 1].size * groups[j - 1].count < entry.size * entry.count) {
+            groups[j] = groups[j - 1];
+            j--;
+        }
+        groups[j] = entry;
+    }
+}
+
+int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
+{
+    if (!utf8_path)
+        utf8_path = FastMM_GetEventLogFilename();
+    fm5_lock_with_timeout(&state_lock, FM5_WAIT_FOREVER);
+    state_walk walk = { 0, 0, 0, 0, 0 };
+    int complete = fm5_walk_all(visit, &walk, 1000) == FM5_WALK_COMPLETE;
+    sort_by_total(walk.groups);
+    fm5_text text;
+    fm5_text_init(&text, state_text, sizeof state_text);
+    fm5_text_append(&text, "fm5 memory manager state: ");
+    fm5_text_append_unsigned(&text, walk.blocks);
+    fm5_text_append(&text, " live blocks, ");
+    fm5_text_append_unsigned(&text, walk.bytes);
+    fm5_text_append(&text, " bytes in use, ");
+    fm5_text_append_unsigned(&text, FastMM_GetCurrentMemoryUsage());
+    fm5_text_append(&text, " bytes taken from the OS.");
+    if (!complete)
+        fm5_text_append(&text, " Some arenas were busy and not examined.");
+    fm5_text_append(&text, "\r\n");
+    for (unsigned i = 0; i < walk.groups; i++) {
+        fm5_text_append_unsigned(&text, groups[i].size * groups[i].count);
+        fm5_text_append(&text, " bytes: ");
+        fm5_text_append_unsigned(&text, groups[i].count);
+        fm5_text_append(&text, " x ");
+        fm5_text_append_unsigned(&text, groups[i].size);
+        fm5_text_append(&text, " bytes\r\n");
+    }
+    if (walk.ungrouped_blocks) {
+        fm5_text_append_unsigned(&text, walk.ungrouped_bytes);
+        fm5_text_append(&text, " bytes: ");
+        fm5_text_append_unsigned(&text, walk.ungrouped_blocks);
+        fm5_text_append(&text, " blocks of other sizes\r\n");
+    }
+    fm5_text_append(&text, "\r\n");
+    const char *pieces[1] = { text.buffer };
+    int result = fm5_os_append_to_file(utf8_path, NULL, pieces, &text.length, 1);
+    fm5_unlock(&state_lock);
+    return result;
+}
