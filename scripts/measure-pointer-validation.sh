@@ -18,9 +18,11 @@ paired_arch "$arch"
 bash scripts/setup.sh
 out=build/measure-pointer-validation/$arch
 mkdir -p "$out/A" "$out/B"
-flags=(-std=c11 -O2 $model ${EXTRA_CFLAGS:-} -Wall -Wextra -Werror -fno-strict-aliasing -DFM5_BUILDING_DLL -shared -static-libgcc)
-"$cc" "${flags[@]}" -DFM5_MEASURE_WITHOUT_POINTER_VALIDATION -o "$out/A/fm5_$bits.dll" src/*.c "win$bits/fm5_$bits.def"
-"$cc" "${flags[@]}" -o "$out/B/fm5_$bits.dll" src/*.c "win$bits/fm5_$bits.def"
+flags=(-std=c11 -O2 $model ${EXTRA_CFLAGS:-} -Wall -Wextra -Werror -fno-strict-aliasing -DFM5_BUILDING_DLL
+       -DFM5_ASM=0 -DFM5_CHECKED=0 -shared -static-libgcc)
+# A: the trusting build, whose pointer checks come from scripts/measure/trusting/ (found first).
+"$cc" "${flags[@]}" -Iscripts/measure/trusting -Isrc -Iinclude -o "$out/A/fm5_$bits.dll" src/*/*.c "win$bits/fm5_$bits.def"
+"$cc" "${flags[@]}" -Isrc -Iinclude -o "$out/B/fm5_$bits.dll" src/*/*.c "win$bits/fm5_$bits.def"
 for v in A B; do
     paired_build_alloc_free_loop "$out/$v"
 done

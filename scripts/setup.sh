@@ -6,7 +6,7 @@ set -euo pipefail
 need_install() {
     local tool
     for tool in x86_64-w64-mingw32-gcc i686-w64-mingw32-gcc nasm cmake ninja wine \
-                llvm-dlltool lld-link clang python3; do
+                llvm-dlltool llvm-nm lld-link clang python3; do
         command -v "$tool" >/dev/null 2>&1 || return 0
     done
     # Debian keeps both loaders off PATH; `wine` picks the one that matches the executable.

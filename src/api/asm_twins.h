@@ -25,14 +25,10 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
  * rules without identifying it again. */
 int fm5_c_free_mem_slow_path(void *p);
 
-/* Twins of the debug fills (debug_fill.h) and of the freed-pattern check (debug_freed_check.h). */
-void fm5_c_debug_fill_allocated(void *user, size_t size);
-void fm5_c_debug_fill_freed(void *user, size_t size);
-int fm5_c_debug_freed_pattern_intact(const void *user, size_t size);
-
-#if !FM5_ASM
-/* Gives `name` the twin's body: used right after the twin's definition. */
-#  define FM5_PUBLIC_NAME_OF_TWIN(twin) __attribute__((alias(#twin)))
-#endif
+/* Twins of the debug fills (fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed: debug/debug_fill.h) and
+ * of the freed-pattern check (fm5_c_debug_freed_pattern_intact: debug/debug_freed_check.h), declared
+ * there so that the debug layer needs nothing from this one. */
+#include "debug/debug_fill.h"
+#include "debug/debug_freed_check.h"
 
 #endif

@@ -22,6 +22,12 @@
 #define FM5_CACHE_LINE 64
 #define FM5_ALIGNED(n) __attribute__((aligned(n)))
 
+/* The pure-C build (FM5_ASM=0) gives a routine that asm/ implements the body of its C twin, by this
+ * attribute right after the twin's definition (api/asm_twins.h lists the twins). */
+#if !FM5_ASM
+#  define FM5_PUBLIC_NAME_OF_TWIN(twin) __attribute__((alias(#twin)))
+#endif
+
 /* A lock is one 32-bit word: 0 free, 1 held. Reading it first keeps a busy line shared instead of
  * bouncing it between cores with a failing locked exchange. */
 typedef volatile int32_t fm5_lock;

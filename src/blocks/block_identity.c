@@ -8,24 +8,6 @@
 #include "blocks/large_blocks.h"
 #include "base/memory_usage.h"
 
-#ifdef FM5_MEASURE_WITHOUT_POINTER_VALIDATION
-/* Trusts the status word as FastMM5 does. Built only by scripts/measure-pointer-validation.sh to price the
- * checks above; never shipped. */
-enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
-{
-    unsigned status = *fm5_status_word(user);
-    facts->problem = "not a block";
-    if (status & FM5_STATUS_SMALL) {
-        facts->owner = fm5_small_span_of(user, status);
-        return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;
-    }
-    if (status == FM5_STATUS_MEDIUM)
-        return FM5_LIVE_MEDIUM_BLOCK;
-    if (status == FM5_STATUS_LARGE)
-        return FM5_LIVE_LARGE_BLOCK;
-    return FM5_FREED_BLOCK;
-}
-#else
 
 __attribute__((cold)) static enum fm5_block_identity refuse(fm5_block_facts *facts, const char *problem)
 {
@@ -44,11 +26,7 @@ static enum fm5_block_identity identify_small(const void *user, unsigned status,
 
 static enum fm5_block_identity identify_medium(const void *user, unsigned status, fm5_block_facts *facts)
 {
-    if ((uintptr_t)user % FM5_MEDIUM_ALIGNMENT)
-        return refuse(facts, "not the start of a block allocated by fm5");
-    const fm5_medium_span *span = fm5_medium_span_of(user);
-    if (fm5_granule_owner((uintptr_t)span) != FM5_GRANULE_MEDIUM_SPAN ||
-        (uintptr_t)span % FM5_OS_GRANULARITY != 0 || !fm5_medium_is_block_start(span, user))
+    if (!fm5_medium_block_checks_out(user))
         return refuse(facts, "not the start of a block allocated by fm5");
     if (fm5_medium_header_of(user)->is_small_block_span)
         return refuse(facts, "an internal span of small blocks, not a block handed out by fm5");
@@ -57,9 +35,7 @@ static enum fm5_block_identity identify_medium(const void *user, unsigned status
 
 static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
 {
-    const fm5_large_header *header = fm5_large_header_of(user);
-    if ((uintptr_t)header % FM5_OS_GRANULARITY != 0 ||
-        fm5_granule_owner((uintptr_t)header) != FM5_GRANULE_LARGE_BLOCK || !fm5_is_large_manager(header->manager))
+    if (!fm5_large_block_checks_out(user))
         return refuse(facts, "not the start of a block allocated by fm5");
     return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_LARGE ? FM5_LIVE_LARGE_BLOCK : FM5_FREED_BLOCK;
 }
@@ -69,7 +45,7 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
 {
     void *outer = (char *)user - FM5_DEBUG_SUB_BLOCK_OFFSET;
     /* The outer block must be an ordinary block: a chain of debug-looking words is not followed. */
-    if (fm5_granule_owner((uintptr_t)outer - 1) == FM5_GRANULE_NOT_OURS)
+    if (!fm5_status_word_is_ours(outer))
         return refuse(facts, "not the start of a block allocated by fm5");
     unsigned outer_status = *fm5_status_word(outer);
     if (!(outer_status & FM5_STATUS_HAS_DEBUG_INFO) ||
@@ -97,7 +73,7 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
     if ((uintptr_t)user % FM5_DEFAULT_MINIMUM_ALIGNMENT)
         return refuse(facts, "a misaligned pointer: fm5 never hands out such an address");
     /* The status word is two bytes below the pointer, in the same granule as user - 1. */
-    if (fm5_granule_owner((uintptr_t)user - 1) == FM5_GRANULE_NOT_OURS)
+    if (!fm5_status_word_is_ours(user))
         return refuse(facts, "not in memory managed by fm5 (another heap, the stack, or a wild pointer)");
     unsigned status = *fm5_status_word(user);
     if (status & FM5_STATUS_SMALL)
@@ -117,9 +93,7 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
         return refuse(facts, "not the start of a block allocated by fm5");
     }
 }
-#endif
 
-/* Both builds: the trusting one of the measurement still reports sizes. */
 size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
 {
     switch (identity) {

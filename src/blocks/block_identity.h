@@ -7,7 +7,7 @@
 #include "base/address_map.h"
 #include "blocks/small_blocks.h"
 #include "blocks/medium_blocks.h"
-#include "base/memory_usage.h"
+#include "blocks/pointer_checks.h"
 
 enum fm5_block_identity {
     FM5_NOT_A_BLOCK = 0,     /* foreign, interior, misaligned or wild */
@@ -29,38 +29,5 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
 
 /* What a live block can hold; for a debug block, what its outer block can hold for the sub-block. */
 size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts);
-
-/* The span of the small block at `user`, whose status word `status` says it is small, or NULL when the
- * span's bookkeeping does not vouch for a block starting exactly there. The caller has proved that the
- * status word is fm5's (fm5_status_word_is_ours). Inline: FreeMem's fast path runs it. */
-FM5_INLINE fm5_small_span *fm5_small_block_span(const void *user, unsigned status)
-{
-#ifdef FM5_MEASURE_WITHOUT_POINTER_VALIDATION
-    return fm5_small_span_of(user, status);
-#endif
-    fm5_small_span *span = fm5_small_span_of(user, status);
-    /* The span header is one 64-byte line, so in one granule; it needs no look-up when that is the
-     * granule already proved to hold the status word. */
-    if ((((uintptr_t)span ^ ((uintptr_t)user - 1)) >> FM5_GRANULE_SHIFT) != 0 &&
-        fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS)
-        return NULL;
-    fm5_small_manager *manager = span->manager;
-    if (span->identity_tag != fm5_small_span_tag(span) || !fm5_is_small_manager(manager) ||
-        !fm5_small_is_block_start(span, manager, user))
-        return NULL;
-    return span;
-}
-
-/* Is `user` aligned as every fm5 block is, and its status word in memory that fm5 owns? NULL fails too:
- * address 0 - 1 is never fm5's. */
-FM5_INLINE int fm5_status_word_is_ours(const void *user)
-{
-#ifdef FM5_MEASURE_WITHOUT_POINTER_VALIDATION
-    /* Trust the caller, as FastMM5 does: only to price the checks (measure-pointer-validation.sh). */
-    return user != NULL;
-#endif
-    return (uintptr_t)user % FM5_DEFAULT_MINIMUM_ALIGNMENT == 0 &&
-           fm5_granule_owner((uintptr_t)user - 1) != FM5_GRANULE_NOT_OURS;
-}
 
 #endif

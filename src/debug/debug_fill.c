@@ -5,7 +5,6 @@
 #include <string.h>
 #include "debug/debug_block_layout.h"
 #include "debug/debug_freed_object.h"
-#include "api/asm_twins.h"
 
 #define ALLOCATED_FILL_WORD 0x9090909090909090ull
 _Static_assert((ALLOCATED_FILL_WORD & 0xFF) == FM5_DEBUG_ALLOCATED_FILL_BYTE, "word and byte agree");

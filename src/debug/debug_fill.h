@@ -16,6 +16,9 @@
  * pointer alignment, which keeps its 8-byte stores aligned). */
 void fm5_debug_fill_allocated(void *user, size_t size);
 void fm5_debug_fill_freed(void *user, size_t size);
-/* In the NASM build these are asm/ routines; their C twins are in asm_twins.h. */
+/* Their C twins (api/asm_twins.h lists every twin): in the NASM build the two names above are asm/
+ * routines, which tail-jump to these; in the pure-C build they are aliases of these. */
+void fm5_c_debug_fill_allocated(void *user, size_t size);
+void fm5_c_debug_fill_freed(void *user, size_t size);
 
 #endif

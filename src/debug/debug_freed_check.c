@@ -8,7 +8,6 @@
 #include "debug/debug_block_layout.h"
 #include "debug/debug_freed_object.h"
 #include "base/text_builder.h"
-#include "api/asm_twins.h"
 
 /* The user area is only pointer aligned, and the tails are not aligned at all: loads go through memcpy,
  * which is one plain move on x86. */

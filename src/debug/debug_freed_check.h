@@ -12,6 +12,8 @@
  * otherwise. Reads only [user, user + size), writes nothing, allocates nothing, formats nothing: it runs
  * every time a freed debug block is reused, so its caller calls the describer below only on 0. */
 int fm5_debug_freed_pattern_intact(const void *user, size_t size);
+/* Its C twin (api/asm_twins.h lists every twin). */
+int fm5_c_debug_freed_pattern_intact(const void *user, size_t size);
 
 /* Seed 001: the NASM checker hands user areas of this many bytes and more to its SSE2 loop (a tail jump,
  * so that smaller blocks run exactly the scalar code); the C twin has no such split. */

@@ -3,6 +3,7 @@
 #include "fm5.h"
 #include "reports/leak_report.h"
 #include "reports/expected_leaks.h"
+#include "blocks/release_engine.h"
 #include "blocks/walk.h"
 #include "debug/debug_blocks.h"
 #include "base/events.h"
@@ -115,7 +116,7 @@ static size_t report(uint32_t timeout_ms)
 
 size_t FM5_CALL FastMM_ReportMemoryLeaks(void)
 {
-    FastMM_ProcessAllPendingFrees();
+    fm5_release_process_pending_frees();
     return report(1000);
 }
 
@@ -134,7 +135,7 @@ void fm5_report_leaks_at_shutdown(void)
     if (!fm5_report_leaks_on_shutdown)
         return;
     fm5_debug_reports_may_load_symbols = 0;
-    FastMM_ProcessAllPendingFrees();
+    fm5_release_process_pending_frees();
     /* Threads killed at exit may have died holding a lock: wait only briefly for each arena. */
     report(100);
 }

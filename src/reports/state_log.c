@@ -4,6 +4,7 @@
 #include "debug/debug_blocks.h"
 #include "base/text_builder.h"
 #include "base/os.h"
+#include "base/memory_usage.h"
 
 #define STATE_SIZES 4096
 #define STATE_TEXT_BYTES (STATE_SIZES * 64 + 1024)
@@ -78,7 +79,7 @@ int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
     fm5_text_append(&text, " live blocks, ");
     fm5_text_append_unsigned(&text, walk.bytes);
     fm5_text_append(&text, " bytes in use, ");
-    fm5_text_append_unsigned(&text, FastMM_GetCurrentMemoryUsage());
+    fm5_text_append_unsigned(&text, fm5_memory_usage());
     fm5_text_append(&text, " bytes taken from the OS.");
     if (!complete)
         fm5_text_append(&text, " Some arenas were busy and not examined.");
