@@ -989,7 +989,7 @@ int main(void)
 {
     tu_init("test_asm_twins");
     fm5_initialize();
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     AddVectoredExceptionHandler(1, report_access_violation);
     check_the_build();
     make_guarded_page();

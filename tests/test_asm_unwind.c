@@ -199,8 +199,8 @@ static void expect_event_trace(const char *what, int expected_kind)
     call_site s = site;
     if (!CHECK_MSG(event_count == 1, "%s: %ld events", what, (long)event_count))
         return;
-    CHECK_MSG(event_kind == expected_kind, "%s: event %s (%d), expected %s", what, tu_debug_event_kind_name(event_kind),
-              event_kind, tu_debug_event_kind_name(expected_kind));
+    CHECK_MSG(event_kind == expected_kind, "%s: event %s (%d), expected %s", what, tu_event_kind_name(event_kind),
+              event_kind, tu_event_kind_name(expected_kind));
     check_trace_holds_site(what, event_frames, event_frame_count, s);
 }
 
@@ -413,13 +413,12 @@ static void unwind_tables(void)
 
 int main(void)
 {
-    tu_init(
 #ifdef FM5_STATIC
-        "test_asm_unwind_tables"
+    const char *name = "test_asm_unwind_tables";
 #else
-        "test_asm_unwind"
+    const char *name = "test_asm_unwind";
 #endif
-    );
+    tu_init(name);
 #ifdef FM5_STATIC
     fm5_initialize();
 #endif

@@ -390,7 +390,7 @@ static void forged_headers(void)
 int main(void)
 {
     tu_init("test_bad_input");
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     size_t baseline_bytes = tu_allocated_bytes();
     make_lives();
     allocated_with_lives = tu_allocated_bytes();

@@ -494,7 +494,7 @@ int main(void)
     /* Read before the harness turns file and debugger logging off. */
     unsigned default_file_mask = FastMM_GetLogToFileEvents();
     unsigned default_debug_mask = FastMM_GetOutputDebugStringEvents();
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     baseline_bytes = tu_allocated_bytes();
 
     malloc_zero();

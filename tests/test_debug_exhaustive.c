@@ -12,7 +12,7 @@
  *       freed block. Blocks are corrupted in batches (one position per block, one scan per batch) and
  *       every block of a batch must be reported exactly once with its own offset.
  * Both run in the real allocator, in debug mode with the default options; debug mode is left as it
- * was found (counter 0); events go to the capture only.
+ * was found (counter 0); events go to the recorder only.
  */
 #include "test_util.h"
 
@@ -58,9 +58,9 @@ static void seed_000(void)
             uint8_t mask = corruption_masks[(at + n) % 8];
             positions++;
             p[at] ^= mask;
-            tu_capture_reset();
+            tu_events_reset();
             int result = FastMM_ScanDebugBlocksForCorruption();
-            const tu_captured_event *e = tu_capture_event(0);
+            const tu_event *e = tu_events_get(0);
             char list[128] = "", expected[32];
             snprintf(expected, sizeof expected, "%zu(1)", at);
             int listed = e && tu_modified_offsets(e->text, list, sizeof list) && strcmp(list, expected) == 0;
@@ -68,10 +68,10 @@ static void seed_000(void)
                      e->pointer == p && listed;
             detected += ok;
             CHECK_MSG(ok, "%zu bytes, byte %zu ^ 0x%02x: scan %d, %ld event(s), first %s for %p (block %p), list \"%s\"", n,
-                      at, mask, result, (long)tu_events_total(), e ? tu_debug_event_kind_name(e->kind) : "-",
+                      at, mask, result, (long)tu_events_total(), e ? tu_event_kind_name(e->kind) : "-",
                       e ? e->pointer : NULL, (void *)p, list);
             p[at] ^= mask;
-            tu_capture_reset();
+            tu_events_reset();
             result = FastMM_ScanDebugBlocksForCorruption();
             int clean = result == 1 && tu_events_total() == 0;
             clean_after += clean;
@@ -216,15 +216,15 @@ static void seed_001(void)
             positions += count;
             qsort(batch, count, sizeof batch[0], batch_compare);
 
-            tu_capture_reset();
+            tu_events_reset();
             int result = FastMM_ScanDebugBlocksForCorruption();
-            size_t events = tu_capture_count();
-            int batch_ok = CHECK_MSG(result == 0 && events == count && tu_capture.dropped == 0,
+            size_t events = tu_events_stored();
+            int batch_ok = CHECK_MSG(result == 0 && events == count && tu_events_dropped() == 0,
                                      "%zu bytes, positions %zu..%zu: scan %d with %zu events (%ld dropped) for %zu blocks",
-                                     n, first, first + count - 1, result, events, (long)tu_capture.dropped, count);
+                                     n, first, first + count - 1, result, events, (long)tu_events_dropped(), count);
             size_t printed = 0;
             for (size_t i = 0; i < events; i++) {
-                const tu_captured_event *e = tu_capture_event(i);
+                const tu_event *e = tu_events_get(i);
                 batch_block *b = batch_find(batch, count, e->pointer);
                 char list[128] = "", expected[32];
                 if (b)
@@ -240,7 +240,7 @@ static void seed_001(void)
                     batch_ok = 0;
                     if (printed++ < 5)
                         CHECK_MSG(0, "%zu bytes: event %zu is %s for %p (%s), list \"%s\", expected \"%s\"", n, i,
-                                  tu_debug_event_kind_name(e->kind), e->pointer,
+                                  tu_event_kind_name(e->kind), e->pointer,
                                   b ? (b->reports > 1 ? "reported twice" : "a block of the batch") : "not in the batch",
                                   list, b ? expected : "-");
                 }
@@ -252,7 +252,7 @@ static void seed_001(void)
 
             for (size_t j = 0; j < count; j++)
                 ((uint8_t *)batch[j].address)[batch[j].position] ^= batch[j].mask;
-            tu_capture_reset();
+            tu_events_reset();
             result = FastMM_ScanDebugBlocksForCorruption();
             batch_ok &= CHECK_MSG(result == 1 && tu_events_total() == 0,
                                   "%zu bytes, positions %zu..: scan after restoring returned %d with %ld events", n,
@@ -271,7 +271,7 @@ static void seed_001(void)
 int main(void)
 {
     tu_init("test_debug_exhaustive");
-    CHECK(tu_capture_install());
+    CHECK(tu_events_install(TU_KEEP_ALL_EVENTS));
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
     CHECK_EQ_INT(FastMM_EnterDebugMode(), 1);
     CHECK_EQ_SIZE(FastMM_GetDebugModeOptions(), TU_DEBUG_DEFAULT_OPTIONS);

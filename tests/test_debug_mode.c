@@ -20,7 +20,7 @@
  *   - the option and stack-depth setters, NoFillPatterns and NoChecksums;
  *   - stack traces: a block allocated in a known function and freed twice names that function's module
  *     and an offset inside it on its "Allocated from:" lines.
- * Debug mode is left as it was found (counter 0); events go to the capture only.
+ * Debug mode is left as it was found (counter 0); events go to the recorder only.
  */
 #include "test_util.h"
 
@@ -44,9 +44,9 @@ static void exit_debug_mode(void)
 /* Checks that nothing was reported since the last reset, naming the first event if something was. */
 static void check_no_events(const char *where)
 {
-    const tu_captured_event *e = tu_capture_event(0);
+    const tu_event *e = tu_events_get(0);
     CHECK_MSG(tu_events_total() == 0, "%s: %ld unexpected event(s), the first %s for %p: \"%.300s\"", where,
-              (long)tu_events_total(), e ? tu_debug_event_kind_name(e->kind) : "?", e ? e->pointer : NULL,
+              (long)tu_events_total(), e ? tu_event_kind_name(e->kind) : "?", e ? e->pointer : NULL,
               e ? e->text : "");
 }
 
@@ -119,7 +119,7 @@ static void smoke_sizes(int debug)
         exit_debug_mode();
     }
     check_no_events("smoke sizes");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 static void smoke_reallocs(void)
@@ -186,7 +186,7 @@ static void smoke_reallocs(void)
     CHECK(covered == 9);
     exit_debug_mode();
     check_no_events("smoke reallocs");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 static void byte_balance(const char *when)
@@ -261,7 +261,7 @@ static void mode_transition(void)
     CHECK_EQ_INT(FastMM_FreeMem(below), 0);
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
     /* Whether an unbalanced Exit is also reported is not specified: forget any event. */
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- blocks that cross modes ------------------------------------------------------------------ */
@@ -335,7 +335,7 @@ static void cross_mode(void)
         }
     }
     check_no_events("cross mode");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- fill bytes ------------------------------------------------------------------------------- */
@@ -391,7 +391,7 @@ static void fill_bytes(void)
     }
     exit_debug_mode();
     check_no_events("fill bytes");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- header fields ---------------------------------------------------------------------------- */
@@ -512,7 +512,7 @@ static void header_fields(void)
     CHECK_EQ_SIZE(FastMM_GetCurrentAllocationGroup(), saved_group);
     exit_debug_mode();
     check_no_events("header fields");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- the freed fill --------------------------------------------------------------------------- */
@@ -558,12 +558,12 @@ static void freed_fill(void)
     CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 1);
     exit_debug_mode();
     check_no_events("freed fill");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- misuse ----------------------------------------------------------------------------------- */
 
-static void check_debug_event_text(const tu_captured_event *e, const void *p, size_t n, unsigned number, int freed)
+static void check_debug_event_text(const tu_event *e, const void *p, size_t n, unsigned number, int freed)
 {
     if (!CHECK_MSG(e != NULL, "no event for %p", p))
         return;
@@ -591,11 +591,11 @@ static void double_free_and_realloc_of_freed(size_t n)
     }
     unsigned number = tu_debug_header_u32(p, TU_DEBUG_NUMBER_OFFSET);
     CHECK_EQ_INT(FastMM_FreeMem(p), 0);
-    tu_capture_reset();
+    tu_events_reset();
     CHECK_EQ_INT(FastMM_FreeMem(p), -1);
     CHECK_EQ_INT(tu_events_total(), 1);
     CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
-    const tu_captured_event *e = tu_capture_find(FastMM_EventDoubleFree, p);
+    const tu_event *e = tu_events_find(FastMM_EventDoubleFree, p);
     check_debug_event_text(e, p, n, number, 1);
     /* Nothing changed: still a sealed freed block with its fill. */
     CHECK_EQ_INT(tu_debug_flags(p), TU_DEBUG_FREED);
@@ -603,20 +603,20 @@ static void double_free_and_realloc_of_freed(size_t n)
     if (freed_marker_known)
         CHECK_EQ_SIZE(tu_debug_freed_mismatch(p, n, freed_marker), SIZE_MAX);
 
-    tu_capture_reset();
+    tu_events_reset();
     CHECK(FastMM_ReallocMem(p, n + 10) == NULL);
     CHECK_EQ_INT(tu_events_total(), 1);
     CHECK_EQ_INT(tu_events_count(FastMM_EventReallocOfFreedBlock), 1);
-    check_debug_event_text(tu_capture_find(FastMM_EventReallocOfFreedBlock, p), p, n, number, 1);
+    check_debug_event_text(tu_events_find(FastMM_EventReallocOfFreedBlock, p), p, n, number, 1);
     CHECK_EQ_INT(tu_debug_flags(p), TU_DEBUG_FREED);
     CHECK(tu_debug_checksums_match(p));
     if (freed_marker_known)
         CHECK_EQ_SIZE(tu_debug_freed_mismatch(p, n, freed_marker), SIZE_MAX);
-    tu_capture_reset();
+    tu_events_reset();
     CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 1);
     check_no_events("scan after double free");
     exit_debug_mode();
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 static void misuse(void)
@@ -638,25 +638,25 @@ static void misuse(void)
         const size_t offsets[] = {1, 2, 4, TU_DEFAULT_ALIGNMENT / 2, TU_DEFAULT_ALIGNMENT, 2 * TU_DEFAULT_ALIGNMENT, 64};
         for (size_t k = 0; k < sizeof offsets / sizeof offsets[0]; k++) {
             uint8_t *bad = p + offsets[k];
-            tu_capture_reset();
+            tu_events_reset();
             CHECK_MSG(FastMM_FreeMem(bad) == -1, "FreeMem(%p + %zu) of a %zu-byte debug block", (void *)p, offsets[k], n);
             CHECK_MSG(tu_events_total() == 1 && tu_events_count(FastMM_EventInvalidFree) == 1,
                       "FreeMem(p + %zu): %ld events, %ld InvalidFree", offsets[k], (long)tu_events_total(),
                       (long)tu_events_count(FastMM_EventInvalidFree));
-            tu_capture_reset();
+            tu_events_reset();
             CHECK_MSG(FastMM_ReallocMem(bad, 10) == NULL, "ReallocMem(%p + %zu)", (void *)p, offsets[k]);
             CHECK_MSG(tu_events_total() == 1 && tu_events_count(FastMM_EventInvalidRealloc) == 1,
                       "ReallocMem(p + %zu): %ld events, %ld InvalidRealloc", offsets[k], (long)tu_events_total(),
                       (long)tu_events_count(FastMM_EventInvalidRealloc));
         }
-        tu_capture_reset();
+        tu_events_reset();
         check_live_debug_block(p, n, "after misaligned frees");
         CHECK_PATTERN(p, n, key);
         CHECK_EQ_INT(FastMM_FreeMem(p), 0);
     }
     exit_debug_mode();
     check_no_events("misuse");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- options and depth ------------------------------------------------------------------------ */
@@ -689,7 +689,7 @@ static void options_and_depth(void)
     }
     CHECK_EQ_INT(FastMM_SetDebugModeStackTraceEntryCount(TU_DEBUG_DEFAULT_DEPTH), 0);
     /* Whether refusals are also reported is not specified. */
-    tu_capture_reset();
+    tu_events_reset();
 
     FastMM_SetBreakOnAllocationNumber(0); /* 0: never break */
 
@@ -733,7 +733,7 @@ static void options_and_depth(void)
     CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 1);
     exit_debug_mode();
     check_no_events("options");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- stack traces ----------------------------------------------------------------------------- */
@@ -793,10 +793,10 @@ static void stack_trace(void)
 
     unsigned number = tu_debug_header_u32(p, TU_DEBUG_NUMBER_OFFSET);
     CHECK_EQ_INT(FastMM_FreeMem(p), 0);
-    tu_capture_reset();
+    tu_events_reset();
     CHECK_EQ_INT(FastMM_FreeMem(p), -1);
     CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
-    const tu_captured_event *e = tu_capture_find(FastMM_EventDoubleFree, p);
+    const tu_event *e = tu_events_find(FastMM_EventDoubleFree, p);
     check_debug_event_text(e, p, 100, number, 1);
     if (!e) {
         exit_debug_mode();
@@ -848,13 +848,13 @@ static void stack_trace(void)
     lower_copy(lowered_freed, sizeof lowered_freed, freed ? freed : "", freed ? strlen(freed) : 0);
     CHECK_MSG(freed && strstr(lowered_freed, module) != NULL, "\"Freed from:\" names no frame of %s", name);
     exit_debug_mode();
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 int main(void)
 {
     tu_init("test_debug_mode");
-    CHECK(tu_capture_install());
+    CHECK(tu_events_install(TU_KEEP_ALL_EVENTS));
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
     baseline_bytes = tu_allocated_bytes();
 

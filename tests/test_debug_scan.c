@@ -14,7 +14,7 @@
  *     returns 1 and nothing is reported;
  *   - ScanHeaderBounds: a live or freed block whose user size is huge or whose stack-trace entry count
  *     is 65..255 gives a header event, not a crash, also when the header checksum was forged to match.
- * Debug mode is left as it was found (counter 0); events go to the capture only.
+ * Debug mode is left as it was found (counter 0); events go to the recorder only.
  */
 #include "test_util.h"
 
@@ -28,10 +28,10 @@ static void describe_events(char *out, size_t out_size)
 {
     out[0] = 0;
     size_t used = 0;
-    for (size_t i = 0; i < tu_capture_count() && i < 3 && used < out_size; i++) {
-        const tu_captured_event *e = tu_capture_event(i);
+    for (size_t i = 0; i < tu_events_stored() && i < 3 && used < out_size; i++) {
+        const tu_event *e = tu_events_get(i);
         int n = snprintf(out + used, out_size - used, "%s[%s %p: \"%.160s\"]", i ? " " : "",
-                         tu_debug_event_kind_name(e->kind), e->pointer, e->text);
+                         tu_event_kind_name(e->kind), e->pointer, e->text);
         if (n < 0)
             break;
         used += (size_t)n;
@@ -42,14 +42,14 @@ static void describe_events(char *out, size_t out_size)
  * text whose list is exactly that. Returns 1 when all of it held. */
 static int expect_scan_report(const void *p, int kind, const char *offsets, const char *where)
 {
-    tu_capture_reset();
+    tu_events_reset();
     int result = FastMM_ScanDebugBlocksForCorruption();
     char seen[700];
     describe_events(seen, sizeof seen);
     int ok = CHECK_MSG(result == 0, "%s: the scan returned %d", where, result);
     ok &= CHECK_MSG(tu_events_total() == 1 && tu_events_count(kind) == 1, "%s: expected one %s event, got %ld: %s",
-                    where, tu_debug_event_kind_name(kind), (long)tu_events_total(), seen);
-    const tu_captured_event *e = tu_capture_event(0);
+                    where, tu_event_kind_name(kind), (long)tu_events_total(), seen);
+    const tu_event *e = tu_events_get(0);
     if (e) {
         ok &= CHECK_MSG(e->pointer == p, "%s: the event names %p, not %p", where, e->pointer, p);
         ok &= CHECK_MSG(tu_text_mentions_hex(e->text, (uintptr_t)p), "%s: the text does not show %p", where, p);
@@ -66,7 +66,7 @@ static int expect_scan_report(const void *p, int kind, const char *offsets, cons
 /* Scans once and expects a clean report. */
 static int expect_clean_scan(const char *where)
 {
-    tu_capture_reset();
+    tu_events_reset();
     int result = FastMM_ScanDebugBlocksForCorruption();
     char seen[700];
     describe_events(seen, sizeof seen);
@@ -82,23 +82,23 @@ static void expect_refused_operations(uint8_t *p, size_t n, int kind, const char
     size_t data_size = n < sizeof data ? n : sizeof data;
     memcpy(header, tu_debug_header(p), sizeof header);
     memcpy(data, p, data_size);
-    tu_capture_reset();
+    tu_events_reset();
     CHECK_MSG(FastMM_FreeMem(p) == -1, "%s: FreeMem of the corrupted block did not fail", where);
-    CHECK_MSG(tu_events_total() == 1 && tu_events_count(kind) == 1 && tu_capture_find(kind, p) != NULL,
+    CHECK_MSG(tu_events_total() == 1 && tu_events_count(kind) == 1 && tu_events_find(kind, p) != NULL,
               "%s, FreeMem: %ld events, %ld of kind %s about the block", where, (long)tu_events_total(),
-              (long)tu_events_count(kind), tu_debug_event_kind_name(kind));
+              (long)tu_events_count(kind), tu_event_kind_name(kind));
     CHECK_MSG(tu_status_word(p) == TU_DEBUG_IN_USE && memcmp(header, tu_debug_header(p), sizeof header) == 0 &&
                   memcmp(data, p, data_size) == 0,
               "%s: the refused free changed the block (status %u)", where, tu_status_word(p));
-    tu_capture_reset();
+    tu_events_reset();
     CHECK_MSG(FastMM_ReallocMem(p, n + 1000) == NULL, "%s: ReallocMem of the corrupted block did not fail", where);
-    CHECK_MSG(tu_events_total() == 1 && tu_events_count(kind) == 1 && tu_capture_find(kind, p) != NULL,
+    CHECK_MSG(tu_events_total() == 1 && tu_events_count(kind) == 1 && tu_events_find(kind, p) != NULL,
               "%s, ReallocMem: %ld events, %ld of kind %s about the block", where, (long)tu_events_total(),
-              (long)tu_events_count(kind), tu_debug_event_kind_name(kind));
+              (long)tu_events_count(kind), tu_event_kind_name(kind));
     CHECK_MSG(tu_status_word(p) == TU_DEBUG_IN_USE && memcmp(header, tu_debug_header(p), sizeof header) == 0 &&
                   memcmp(data, p, data_size) == 0,
               "%s: the refused realloc changed the block (status %u)", where, tu_status_word(p));
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- ScanCoverage (#102) ---------------------------------------------------------------------- */
@@ -191,12 +191,12 @@ static void scan_coverage(void)
         tu_debug_header(a)[TU_DEBUG_GROUP_OFFSET] ^= 0x80;
         b[7000] ^= 0x01;
         c[899] ^= 0x04;
-        tu_capture_reset();
+        tu_events_reset();
         CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 0);
         CHECK_EQ_INT(tu_events_total(), 3);
-        CHECK(tu_capture_find(FastMM_EventDebugBlockHeaderCorrupted, a) != NULL);
-        CHECK(tu_capture_find(FastMM_EventDebugBlockFooterCorrupted, b) != NULL);
-        const tu_captured_event *e = tu_capture_find(FastMM_EventFreedBlockModified, c);
+        CHECK(tu_events_find(FastMM_EventDebugBlockHeaderCorrupted, a) != NULL);
+        CHECK(tu_events_find(FastMM_EventDebugBlockFooterCorrupted, b) != NULL);
+        const tu_event *e = tu_events_find(FastMM_EventFreedBlockModified, c);
         char list[64];
         CHECK_MSG(e && tu_modified_offsets(e->text, list, sizeof list) && strcmp(list, "899(1)") == 0,
                   "three blocks: the freed one's list is \"%s\"", e ? list : "(no event)");
@@ -207,7 +207,7 @@ static void scan_coverage(void)
         CHECK_EQ_INT(FastMM_FreeMem(a), 0);
         CHECK_EQ_INT(FastMM_FreeMem(b), 0);
     }
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- the list of modified ranges -------------------------------------------------------------- */
@@ -249,7 +249,7 @@ static void modified_ranges(void)
         expect_scan_report(p, FastMM_EventFreedBlockModified, expected, "40 ranges, 32 listed");
     }
     expect_clean_scan("after the range reports");
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- a corrupted freed block met on reuse ----------------------------------------------------- */
@@ -266,7 +266,7 @@ static void reuse_quarantine(void)
             continue;
         CHECK_EQ_INT(FastMM_FreeMem(p), 0);
         p[10] ^= 0x40;
-        tu_capture_reset();
+        tu_events_reset();
         void *blocks[TRIES];
         int handed_out = 0;
         for (int k = 0; k < TRIES; k++) {
@@ -284,7 +284,7 @@ static void reuse_quarantine(void)
                   on_reuse ? "a report on reuse" : "no report", scan);
         CHECK_MSG(tu_events_total() == 1 && tu_events_count(FastMM_EventFreedBlockModified) == 1,
                   "%zu bytes: %ld events in all, expected exactly one FreedBlockModified", n, (long)tu_events_total());
-        const tu_captured_event *e = tu_capture_find(FastMM_EventFreedBlockModified, p);
+        const tu_event *e = tu_events_find(FastMM_EventFreedBlockModified, p);
         char list[64];
         CHECK_MSG(e && tu_modified_offsets(e->text, list, sizeof list) && strcmp(list, "10(1)") == 0,
                   "%zu bytes: no report naming %p with offsets \"10(1)\"", n, (void *)p);
@@ -295,7 +295,7 @@ static void reuse_quarantine(void)
                 CHECK_EQ_INT(FastMM_FreeMem(blocks[k]), 0);
         expect_clean_scan("after freeing the reuse blocks");
     }
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 /* ---- ScanRace --------------------------------------------------------------------------------- */
@@ -351,7 +351,7 @@ static DWORD WINAPI race_worker(LPVOID arg)
 static void scan_race(void)
 {
     SECTION("ScanRace: scanning while 4 threads churn small debug blocks");
-    tu_capture_reset();
+    tu_events_reset();
     race_stop = 0;
     race_operations = 0;
     race_max_size = tu_debug_max_small_user(FastMM_GetDebugModeStackTraceEntryCount());
@@ -486,13 +486,13 @@ static void scan_header_bounds(void)
             expect_clean_scan("freed header restored");
         }
     }
-    tu_capture_reset();
+    tu_events_reset();
 }
 
 int main(void)
 {
     tu_init("test_debug_scan");
-    CHECK(tu_capture_install());
+    CHECK(tu_events_install(TU_KEEP_ALL_EVENTS));
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
     CHECK_EQ_INT(FastMM_EnterDebugMode(), 1);
     CHECK_EQ_SIZE(FastMM_GetDebugModeOptions(), TU_DEBUG_DEFAULT_OPTIONS);

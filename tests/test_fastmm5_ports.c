@@ -357,7 +357,7 @@ static void multi_thread_stress(void)
 int main(void)
 {
     tu_init("test_fastmm5_ports");
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     baseline_bytes = tu_allocated_bytes();
     baseline_blocks = tu_used_block_count();
 

@@ -215,7 +215,7 @@ int main(int argc, char **argv)
     seed = tu_arg_count(argc, argv, 2, seed);
     tu_info("%llu operations, seed 0x%llx, at most %u live bytes", operations, (unsigned long long)seed,
             LIVE_CAP);
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     size_t baseline_bytes = tu_allocated_bytes();
     size_t baseline_blocks = tu_used_block_count();
 

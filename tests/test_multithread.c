@@ -395,7 +395,7 @@ static void forced_pending_frees_other_kinds(size_t baseline_bytes)
 int main(void)
 {
     tu_init("test_multithread");
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     size_t baseline_bytes = tu_allocated_bytes();
     size_t baseline_blocks = tu_used_block_count();
     size_t contention_before = FastMM_SmallBlockThreadContentionCount();

@@ -529,7 +529,7 @@ static void failures(void)
 int main(void)
 {
     tu_init("test_realloc_rules");
-    tu_events_install();
+    tu_events_install(TU_KEEP_LAST_EVENT);
     size_t baseline_bytes = tu_allocated_bytes();
     size_t baseline_blocks = tu_used_block_count();
 
