@@ -19,7 +19,7 @@ static volatile unsigned message_box_events;
 static fm5_lock log_lock;
 static char log_path[MAXIMUM_PATH_BYTES];   /* UTF-8; empty until first needed */
 
-static const char *kind_name(int kind)
+const char *fm5_event_kind_name(int kind)
 {
     switch (kind) {
     case FastMM_EventInvalidFree: return "Invalid free";
@@ -126,7 +126,7 @@ void fm5_event_report(int kind, const void *pointer, size_t size, const char *de
     fm5_text text;
     fm5_text_init(&text, buffer, sizeof buffer);
     fm5_text_append(&text, "fm5: ");
-    fm5_text_append(&text, kind_name(kind));
+    fm5_text_append(&text, fm5_event_kind_name(kind));
     fm5_text_append(&text, ": ");
     fm5_text_append(&text, detail);
     if (pointer) {

@@ -5,6 +5,9 @@
 #include "fm5.h"
 #include "base/platform.h"
 
+/* The event kind's name as reports begin with it ("Double free"). */
+const char *fm5_event_kind_name(int kind);
+
 /* Formats and delivers one event. `detail` says what happened, in a sentence without a final period. */
 void fm5_event_report(int kind, const void *pointer, size_t size, const char *detail);
 

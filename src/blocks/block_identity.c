@@ -94,13 +94,22 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
     }
 }
 
+size_t fm5_block_usable_size_by_status(const void *user)
+{
+    unsigned status = *fm5_status_word(user);
+    if (status & FM5_STATUS_SMALL)
+        return (size_t)fm5_small_span_of(user, status)->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    if ((status & ~(FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_FREE | FM5_STATUS_PENDING_FREE)) == FM5_STATUS_MEDIUM)
+        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+    return 0;
+}
+
 size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts)
 {
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
-        return (size_t)((fm5_small_span *)facts->owner)->manager->block_size - FM5_SMALL_HEADER_SIZE;
     case FM5_LIVE_MEDIUM_BLOCK:
-        return fm5_medium_block_size(user) - FM5_MEDIUM_HEADER_SIZE;
+        return fm5_block_usable_size_by_status(user);
     case FM5_LIVE_LARGE_BLOCK:
         return fm5_large_header_of(user)->block_size - FM5_LARGE_HEADER_SIZE;
     case FM5_LIVE_DEBUG_BLOCK: {

@@ -27,6 +27,11 @@ typedef struct fm5_block_facts {
 
 enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts);
 
+/* What the small or medium block at `user` holds, live or freed, read from its status word and medium
+ * header; 0 for anything else. The caller has proved the block is fm5's (a freed debug block's outer
+ * block stays committed). */
+size_t fm5_block_usable_size_by_status(const void *user);
+
 /* What a live block can hold; for a debug block, what its outer block can hold for the sub-block. */
 size_t fm5_live_block_usable_size(const void *user, enum fm5_block_identity identity, const fm5_block_facts *facts);
 

@@ -566,6 +566,9 @@ static void check_span(const fm5_medium_manager *manager, const fm5_medium_span 
     char *user = span_area_start(span);
     if (span == manager->feed_span)
         user = manager->feed_end;
+    size_t blocks = 0, starts = 0;
+    for (size_t word = 0; word < span->span_size / FM5_MEDIUM_ALIGNMENT / 32; word++)
+        starts += (size_t)__builtin_popcount(fm5_medium_block_start_bitmap(span)[word]);
     while (user < span_end(span)) {
         const fm5_medium_header *header = fm5_medium_header_of(user);
         size_t size = fm5_medium_block_size(user);
@@ -577,8 +580,10 @@ static void check_span(const fm5_medium_manager *manager, const fm5_medium_span 
             FM5_ASSERT(fm5_medium_header_of(user + size)->previous_block_is_free == 1);
         }
         user += size;
+        blocks++;
     }
     FM5_ASSERT(user == span_end(span));
+    FM5_ASSERT(starts == blocks);  /* a bit for every block start, and none elsewhere */
 }
 #endif
 

@@ -95,19 +95,6 @@ static void capture_trace(fm5_debug_block_header *header, enum fm5_debug_trace t
 
 volatile int fm5_debug_reports_may_load_symbols = 1;
 
-static const char *event_name(int kind)
-{
-    switch (kind) {
-    case FastMM_EventDoubleFree: return "Double free";
-    case FastMM_EventReallocOfFreedBlock: return "Reallocation of a freed block";
-    case FastMM_EventDebugBlockHeaderCorrupted: return "Debug block header corrupted";
-    case FastMM_EventDebugBlockFooterCorrupted: return "Debug block footer corrupted";
-    case FastMM_EventFreedBlockModified: return "Freed block modified";
-    case FastMM_EventMemoryLeak: return "Memory leak";
-    default: return "Debug block event";
-    }
-}
-
 static void append_trace(fm5_text *text, const fm5_debug_block_header *header, enum fm5_debug_trace trace)
 {
     unsigned entries = header->stack_trace_entry_count;
@@ -152,7 +139,7 @@ static void report_block(int kind, const void *user, size_t outer_usable, const 
     fm5_text_init(&text, buffer, sizeof buffer);
     const fm5_debug_block_header *header = fm5_debug_header_of(user);
     fm5_text_append(&text, "fm5: ");
-    fm5_text_append(&text, event_name(kind));
+    fm5_text_append(&text, fm5_event_kind_name(kind));
     fm5_text_append(&text, ": ");
     fm5_text_append(&text, what);
     fm5_text_append(&text, ". Pointer: ");
@@ -375,12 +362,7 @@ void fm5_debug_report_freed_block_misuse(int kind, const void *user)
 {
     void *outer = fm5_debug_header_of(user);
     /* A freed small or medium outer block is still committed; its size comes from its manager. */
-    size_t outer_usable = 0;
-    uint16_t status = *fm5_status_word(outer);
-    if (status & FM5_STATUS_SMALL)
-        outer_usable = (size_t)fm5_small_span_of(outer, status)->manager->block_size - FM5_SMALL_HEADER_SIZE;
-    else if ((status & ~(FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_FREE | FM5_STATUS_PENDING_FREE)) == FM5_STATUS_MEDIUM)
-        outer_usable = fm5_medium_block_size(outer) - FM5_MEDIUM_HEADER_SIZE;
+    size_t outer_usable = fm5_block_usable_size_by_status(outer);
     report_block(kind, user, outer_usable,
                  kind == FastMM_EventDoubleFree ? "the block is already free" : "the block was freed before", NULL);
 }

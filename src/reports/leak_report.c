@@ -3,6 +3,7 @@
 #include "fm5.h"
 #include "reports/leak_report.h"
 #include "reports/expected_leaks.h"
+#include "reports/size_histogram.h"
 #include "blocks/release_engine.h"
 #include "blocks/walk.h"
 #include "debug/debug_blocks.h"
@@ -14,37 +15,17 @@
 
 volatile int fm5_report_leaks_on_shutdown;
 
-typedef struct size_count {
-    size_t size;
-    size_t count;
-} size_count;
-
 /* Static: a report can hold thousands of sizes, more than a stack should; reports are serialised. */
 static fm5_lock report_lock;
 static fm5_expected_leak expected[FM5_EXPECTED_LEAK_ENTRIES];
-static size_count summary[SUMMARY_SIZES];
+static fm5_size_count summary[SUMMARY_SIZES];
 static char summary_text[SUMMARY_BYTES];
 
 typedef struct leak_walk {
     unsigned expected_entries;
-    unsigned sizes;
     size_t leaks;
-    size_t other_sizes;     /* leaks whose size did not fit the summary table */
+    fm5_size_histogram sizes;
 } leak_walk;
-
-static void count_size(leak_walk *walk, size_t size)
-{
-    for (unsigned i = 0; i < walk->sizes; i++) {
-        if (summary[i].size == size) {
-            summary[i].count++;
-            return;
-        }
-    }
-    if (walk->sizes < SUMMARY_SIZES)
-        summary[walk->sizes++] = (size_count){ size, 1 };
-    else
-        walk->other_sizes++;
-}
 
 static int visit(const fm5_walk_item *item, void *context)
 {
@@ -57,7 +38,7 @@ static int visit(const fm5_walk_item *item, void *context)
     if (fm5_expected_leak_consume(expected, walk->expected_entries, user, size))
         return 0;
     walk->leaks++;
-    count_size(walk, size);
+    fm5_size_histogram_add(&walk->sizes, size);
     if (block.is_debug_block) {
         fm5_debug_report_leaked_block(user, item->usable_size);
     } else {
@@ -67,26 +48,14 @@ static int visit(const fm5_walk_item *item, void *context)
     return 0;
 }
 
-static void sort_summary(unsigned count)
-{
-    for (unsigned i = 1; i < count; i++) {
-        size_count entry = summary[i];
-        unsigned j = i;
-        while (j > 0 && summary[j - 1].size > entry.size) {
-            summary[j] = summary[j - 1];
-            j--;
-        }
-        summary[j] = entry;
-    }
-}
-
 static size_t report(uint32_t timeout_ms)
 {
     fm5_lock_with_timeout(&report_lock, FM5_WAIT_FOREVER);
-    leak_walk walk = { fm5_expected_leaks_snapshot(expected), 0, 0, 0 };
+    leak_walk walk = { fm5_expected_leaks_snapshot(expected), 0, { 0 } };
+    fm5_size_histogram_init(&walk.sizes, summary, SUMMARY_SIZES);
     int complete = fm5_walk_all(visit, &walk, timeout_ms) == FM5_WALK_COMPLETE;
     if (walk.leaks) {
-        sort_summary(walk.sizes);
+        fm5_size_histogram_sort_by_size(&walk.sizes);
         fm5_text text;
         fm5_text_init(&text, summary_text, sizeof summary_text);
         fm5_text_append(&text, "fm5: Memory leak: ");
@@ -96,16 +65,16 @@ static size_t report(uint32_t timeout_ms)
         if (!complete)
             fm5_text_append(&text, " Some arenas were busy and not examined.");
         fm5_text_append(&text, "\r\nLeaked blocks by size:\r\n");
-        for (unsigned i = 0; i < walk.sizes; i++) {
+        for (unsigned i = 0; i < walk.sizes.sizes; i++) {
             fm5_text_append(&text, "    ");
             fm5_text_append_unsigned(&text, summary[i].size);
             fm5_text_append(&text, " bytes: ");
             fm5_text_append_unsigned(&text, summary[i].count);
             fm5_text_append(&text, "\r\n");
         }
-        if (walk.other_sizes) {
+        if (walk.sizes.other_blocks) {
             fm5_text_append(&text, "    other sizes: ");
-            fm5_text_append_unsigned(&text, walk.other_sizes);
+            fm5_text_append_unsigned(&text, walk.sizes.other_blocks);
             fm5_text_append(&text, "\r\n");
         }
         fm5_event_deliver(FastMM_EventMemoryLeak, NULL, walk.leaks, text.buffer);

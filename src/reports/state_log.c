@@ -2,6 +2,7 @@
 #include "fm5.h"
 #include "blocks/walk.h"
 #include "debug/debug_blocks.h"
+#include "reports/size_histogram.h"
 #include "base/text_builder.h"
 #include "base/os.h"
 #include "base/memory_usage.h"
@@ -9,22 +10,15 @@
 #define STATE_SIZES 4096
 #define STATE_TEXT_BYTES (STATE_SIZES * 64 + 1024)
 
-typedef struct size_group {
-    size_t size;
-    size_t count;
-} size_group;
-
 /* Static, serialised by state_lock: a state log can hold thousands of sizes. */
 static fm5_lock state_lock;
-static size_group groups[STATE_SIZES];
+static fm5_size_count groups[STATE_SIZES];
 static char state_text[STATE_TEXT_BYTES];
 
 typedef struct state_walk {
-    unsigned groups;
     size_t blocks;
     size_t bytes;
-    size_t ungrouped_blocks;
-    size_t ungrouped_bytes;
+    fm5_size_histogram sizes;
 } state_walk;
 
 static int visit(const fm5_walk_item *item, void *context)
@@ -36,32 +30,8 @@ static int visit(const fm5_walk_item *item, void *context)
     size_t size = block.size;
     walk->blocks++;
     walk->bytes += size;
-    for (unsigned i = 0; i < walk->groups; i++) {
-        if (groups[i].size == size) {
-            groups[i].count++;
-            return 0;
-        }
-    }
-    if (walk->groups < STATE_SIZES) {
-        groups[walk->groups++] = (size_group){ size, 1 };
-    } else {
-        walk->ungrouped_blocks++;
-        walk->ungrouped_bytes += size;
-    }
+    fm5_size_histogram_add(&walk->sizes, size);
     return 0;
-}
-
-static void sort_by_total(unsigned count)
-{
-    for (unsigned i = 1; i < count; i++) {
-        size_group entry = groups[i];
-        unsigned j = i;
-        while (j > 0 && groups[j - 1].size * groups[j - 1].count < entry.size * entry.count) {
-            groups[j] = groups[j - 1];
-            j--;
-        }
-        groups[j] = entry;
-    }
 }
 
 int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
@@ -69,9 +39,10 @@ int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
     if (!utf8_path)
         utf8_path = FastMM_GetEventLogFilename();
     fm5_lock_with_timeout(&state_lock, FM5_WAIT_FOREVER);
-    state_walk walk = { 0, 0, 0, 0, 0 };
+    state_walk walk = { 0, 0, { 0 } };
+    fm5_size_histogram_init(&walk.sizes, groups, STATE_SIZES);
     int complete = fm5_walk_all(visit, &walk, 1000) == FM5_WALK_COMPLETE;
-    sort_by_total(walk.groups);
+    fm5_size_histogram_sort_by_total(&walk.sizes);
     fm5_text text;
     fm5_text_init(&text, state_text, sizeof state_text);
     fm5_text_append(&text, "fm5 memory manager state: ");
@@ -84,7 +55,7 @@ int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
     if (!complete)
         fm5_text_append(&text, " Some arenas were busy and not examined.");
     fm5_text_append(&text, "\r\n");
-    for (unsigned i = 0; i < walk.groups; i++) {
+    for (unsigned i = 0; i < walk.sizes.sizes; i++) {
         fm5_text_append_unsigned(&text, groups[i].size * groups[i].count);
         fm5_text_append(&text, " bytes: ");
         fm5_text_append_unsigned(&text, groups[i].count);
@@ -92,10 +63,10 @@ int FM5_CALL FastMM_LogStateToFile(const char *utf8_path)
         fm5_text_append_unsigned(&text, groups[i].size);
         fm5_text_append(&text, " bytes\r\n");
     }
-    if (walk.ungrouped_blocks) {
-        fm5_text_append_unsigned(&text, walk.ungrouped_bytes);
+    if (walk.sizes.other_blocks) {
+        fm5_text_append_unsigned(&text, walk.sizes.other_bytes);
         fm5_text_append(&text, " bytes: ");
-        fm5_text_append_unsigned(&text, walk.ungrouped_blocks);
+        fm5_text_append_unsigned(&text, walk.sizes.other_blocks);
         fm5_text_append(&text, " blocks of other sizes\r\n");
     }
     fm5_text_append(&text, "\r\n");
