@@ -12,6 +12,11 @@
  *     resized and freed, the allocated byte count does not move, and new requests are served.
  * A block freed twice, with nothing allocated in between, is reported as a double free (and a
  * reallocation of it as a reallocation of a freed block).
+ * Every address around (160 bytes either side) and inside blocks of each kind, in runs of three with
+ * the middle one freed, is refused by FreeMem (and, near the edges, ReallocMem and the size query):
+ * in release mode, in debug mode (where the outer block's start, 64 bytes before the debug block, was
+ * once accepted), and on the same debug blocks after debug mode ends; every live block keeps its
+ * content and size.
  * Requests that cannot be met (sizes near SIZE_MAX, calloc overflow, past the memory usage limit)
  * return NULL with the process intact; the first limit failure raises the limit once by 32 MB.
  */
@@ -387,6 +392,120 @@ static void forged_headers(void)
     VirtualFree(area, 0, MEM_RELEASE);
 }
 
+
+/* ---- every address around and inside blocks, in both modes ------------------------------------- */
+
+#define SWEEP_SIZES 12
+#define SWEEP_EDGE 160   /* bytes swept at every address around a block's start and end */
+
+typedef struct swept_block {
+    char *p;
+    size_t size;
+    size_t usable;
+    uint64_t key;
+    int freed;
+} swept_block;
+
+static swept_block swept[SWEEP_SIZES * 3];
+
+/* The addresses the program holds: the swept blocks not freed, and the test's long-lived blocks. */
+static int is_live_user_pointer(const char *a)
+{
+    for (size_t i = 0; i < SWEEP_SIZES * 3; i++)
+        if (!swept[i].freed && swept[i].p == a)
+            return 1;
+    for (size_t i = 0; i < 3; i++)
+        if (lives[i].p == a)
+            return 1;
+    return 0;
+}
+
+/* One address that fm5 never handed out (or whose block is free): every entry point refuses it with one
+ * event each. Returns the number of calls made. */
+static unsigned long refuse_address(char *a, int also_realloc_and_query, unsigned long *failures)
+{
+    unsigned long calls = 1;
+    if (FastMM_FreeMem(a) != -1 && ++*failures <= 20)
+        CHECK_MSG(0, "FastMM_FreeMem(%p) succeeded on an address fm5 never handed out", (void *)a);
+    if (also_realloc_and_query) {
+        calls += 2;
+        void *q = FastMM_ReallocMem(a, 24);
+        if (q != NULL && ++*failures <= 20)
+            CHECK_MSG(0, "FastMM_ReallocMem(%p) returned %p", (void *)a, q);
+        if (FastMM_BlockMaximumUserBytes(a) != 0 && ++*failures <= 20)
+            CHECK_MSG(0, "FastMM_BlockMaximumUserBytes(%p) answered for an address fm5 never handed out", (void *)a);
+    }
+    return calls;
+}
+
+static void sweep_blocks(const char *title)
+{
+    SECTION(title);
+    tu_events_reset();
+    unsigned long calls = 0, failures = 0;
+    for (size_t i = 0; i < SWEEP_SIZES * 3; i++) {
+        char *p = swept[i].p;
+        size_t edge_end = swept[i].usable + SWEEP_EDGE;
+        for (size_t offset = 0; offset < SWEEP_EDGE * 2; offset++) {
+            char *a = p - SWEEP_EDGE + offset;
+            if (!is_live_user_pointer(a))
+                calls += refuse_address(a, (uintptr_t)a % TU_DEFAULT_ALIGNMENT == 0, &failures);
+        }
+        for (size_t offset = SWEEP_EDGE; offset < edge_end; offset += offset + 1 < swept[i].usable ? TU_DEFAULT_ALIGNMENT : 1) {
+            char *a = p + offset;
+            if (!is_live_user_pointer(a))
+                calls += refuse_address(a, 0, &failures);
+        }
+    }
+    CHECK_MSG(failures == 0, "%lu calls on bad addresses did not fail", failures);
+    CHECK_MSG((unsigned long)tu_events_total() == calls, "%lu refused calls, %ld events", calls, (long)tu_events_total());
+    for (size_t i = 0; i < SWEEP_SIZES * 3; i++) {
+        if (swept[i].freed)
+            continue;
+        size_t bad = tu_pattern_find_mismatch(swept[i].p, 0, swept[i].size, swept[i].key);
+        CHECK_MSG(bad == SIZE_MAX, "%s: live %zu-byte block %p changed at byte %zu", title, swept[i].size,
+                  (void *)swept[i].p, bad);
+        CHECK_MSG(FastMM_BlockCurrentUserBytes(swept[i].p) == swept[i].size ||
+                      FastMM_BlockCurrentUserBytes(swept[i].p) == swept[i].usable,
+                  "%s: live block %p lost its size", title, (void *)swept[i].p);
+    }
+    tu_events_reset();
+}
+
+/* Blocks of every kind in runs of three, the middle one freed: live blocks with a freed neighbour. In
+ * debug mode each is a debug block, whose outer block starts 64 bytes before the address handed out:
+ * that address is a bad pointer too. The blocks made in debug mode are swept again after it ends. */
+static void address_sweeps(int debug)
+{
+    static const size_t sizes[SWEEP_SIZES] = {1, 15, 40, 64, 100, 1000, 2600, 2700, 20000, 100000, 558000, 600000};
+    if (debug)
+        FastMM_EnterDebugMode();
+    for (size_t i = 0; i < SWEEP_SIZES * 3; i++) {
+        swept_block *b = &swept[i];
+        b->size = sizes[i / 3];
+        b->p = FastMM_GetMem(b->size);
+        CHECK(b->p != NULL);
+        b->usable = FastMM_BlockMaximumUserBytes(b->p);
+        b->key = tu_pattern_key(SEED, 1000 + i, debug);
+        tu_pattern_fill(b->p, b->size, b->key);
+        b->freed = 0;
+    }
+    for (size_t i = 1; i < SWEEP_SIZES * 3; i += 3) {
+        CHECK_EQ_INT(FastMM_FreeMem(swept[i].p), 0);
+        swept[i].freed = 1;
+    }
+    sweep_blocks(debug ? "every address around and inside debug blocks, in debug mode"
+                       : "every address around and inside blocks, in release mode");
+    if (debug) {
+        CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 1);
+        FastMM_ExitDebugMode();
+        sweep_blocks("every address around and inside debug blocks, after debug mode");
+    }
+    for (size_t i = 0; i < SWEEP_SIZES * 3; i++)
+        if (!swept[i].freed)
+            CHECK_EQ_INT(FastMM_FreeMem(swept[i].p), 0);
+}
+
 int main(void)
 {
     tu_init("test_bad_input");
@@ -402,6 +521,8 @@ int main(void)
     unmeetable_requests();
     memory_limit();
     forged_headers();
+    address_sweeps(0);
+    address_sweeps(1);
 
     SECTION("the live blocks are still ordinary blocks");
     for (size_t i = 0; i < 3; i++) {

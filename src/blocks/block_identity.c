@@ -52,7 +52,7 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
         (!(outer_status & FM5_STATUS_SMALL) && (outer_status & FM5_STATUS_DEBUG_SUB_BLOCK)))
         return refuse(facts, "not the start of a block allocated by fm5");
     fm5_block_facts outer_facts;
-    enum fm5_block_identity outer_identity = fm5_identify_block(outer, &outer_facts);
+    enum fm5_block_identity outer_identity = fm5_identify_outer_block(outer, &outer_facts);
     if (outer_identity == FM5_NOT_A_BLOCK || outer_identity == FM5_LIVE_DEBUG_BLOCK ||
         !(*fm5_status_word(outer) & FM5_STATUS_HAS_DEBUG_INFO))
         return refuse(facts, "not the start of a block allocated by fm5");
@@ -64,7 +64,7 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
     return FM5_LIVE_DEBUG_BLOCK;
 }
 
-enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+enum fm5_block_identity fm5_identify_outer_block(const void *user, fm5_block_facts *facts)
 {
     facts->owner = NULL;
     facts->problem = NULL;
@@ -92,6 +92,17 @@ enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *fa
     default:
         return refuse(facts, "not the start of a block allocated by fm5");
     }
+}
+
+enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+{
+    enum fm5_block_identity identity = fm5_identify_outer_block(user, facts);
+    /* An ordinary block that carries debug information was never handed out: the program holds the
+     * debug block 64 bytes into it, and only that address may free it. */
+    if ((identity == FM5_FREED_BLOCK || (identity >= FM5_LIVE_SMALL_BLOCK && identity <= FM5_LIVE_LARGE_BLOCK)) &&
+        (*fm5_status_word(user) & FM5_STATUS_HAS_DEBUG_INFO))
+        return refuse(facts, "the start of a debug block's header, 64 bytes before the address fm5 handed out");
+    return identity;
 }
 
 size_t fm5_block_usable_size_by_status(const void *user)

@@ -25,7 +25,12 @@ typedef struct fm5_block_facts {
     void *outer_owner;       /* for debug blocks: the outer block's owner */
 } fm5_block_facts;
 
+/* What a caller's pointer is. An ordinary block that carries debug information (a debug block's outer
+ * block) is FM5_NOT_A_BLOCK here: the program never got its address. */
 enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts);
+
+/* The same without that refusal, for fm5's own look-ups of a debug block's outer block. */
+enum fm5_block_identity fm5_identify_outer_block(const void *outer, fm5_block_facts *facts);
 
 /* What the small or medium block at `user` holds, live or freed, read from its status word and medium
  * header; 0 for anything else. The caller has proved the block is fm5's (a freed debug block's outer

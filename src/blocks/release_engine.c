@@ -27,7 +27,7 @@ int fm5_release_free_block(void *p, enum fm5_block_identity identity, const fm5_
 int fm5_release_free_mem(void *p)
 {
     fm5_block_facts facts;
-    enum fm5_block_identity identity = fm5_identify_block(p, &facts);
+    enum fm5_block_identity identity = fm5_identify_outer_block(p, &facts);
     if (fm5_release_free_block(p, identity, &facts) != 0) {
         fm5_event_report(FastMM_EventInvalidFree, p, 0, "an internal block could not be released");
         return -1;

@@ -214,7 +214,7 @@ static void report_integrity(enum integrity problem, const void *user, size_t ou
 static size_t outer_usable_size(void *outer)
 {
     fm5_block_facts facts;
-    enum fm5_block_identity identity = fm5_identify_block(outer, &facts);
+    enum fm5_block_identity identity = fm5_identify_outer_block(outer, &facts);
     return fm5_live_block_usable_size(outer, identity, &facts);
 }
 
