@@ -6,10 +6,12 @@
  *     (0, one event of the right kind naming the block), and the scan is clean again once the bytes are
  *     restored; FreeMem and ReallocMem of such a live block refuse with the same event and leave it
  *     alone; a write after free at 100, 2000 and 50000 bytes is reported as FreedBlockModified listing
- *     exactly "offset(1)", and the reported block is not reported again;
+ *     exactly "offset(1)", reported again by every scan until it is restored, and a second write to
+ *     the same block is reported with its own offset;
  *   - the FreedBlockModified list: adjacent bytes form one "offset(length)" range (also across the end
  *     of the freed-object marker), ranges ascend, at most 32 are listed;
- *   - a corrupted freed block met on reuse is reported once and never handed out;
+ *   - a corrupted freed block met on reuse is reported, never handed out, and reported by every scan
+ *     until it is restored (test_debug_rescan covers every byte position);
  *   - ScanRace: 4 threads churn small debug blocks for about 2 s while this thread scans: every scan
  *     returns 1 and nothing is reported;
  *   - ScanHeaderBounds: a live or freed block whose user size is huge or whose stack-trace entry count
@@ -176,11 +178,19 @@ static void scan_coverage(void)
         snprintf(offsets, sizeof offsets, "%zu(1)", at);
         snprintf(where, sizeof where, "%zu bytes, write after free at %zu", n, at);
         expect_scan_report(p, FastMM_EventFreedBlockModified, offsets, where);
-        /* Reported once, then out of circulation: not reported again, restored or not. */
+        /* Reported by every scan while the damage lasts (in one line when it is unchanged). */
         snprintf(where, sizeof where, "%zu bytes, second scan of the reported block", n);
-        expect_clean_scan(where);
+        expect_scan_report(p, FastMM_EventFreedBlockModified, NULL, where);
         p[at] ^= 0x01;
         snprintf(where, sizeof where, "%zu bytes, write after free restored", n);
+        expect_clean_scan(where);
+        /* Another write to the same block: a report of its own. */
+        p[at / 2] ^= 0x08;
+        snprintf(offsets, sizeof offsets, "%zu(1)", at / 2);
+        snprintf(where, sizeof where, "%zu bytes, second write after free at %zu", n, at / 2);
+        expect_scan_report(p, FastMM_EventFreedBlockModified, offsets, where);
+        p[at / 2] ^= 0x08;
+        snprintf(where, sizeof where, "%zu bytes, second write after free restored", n);
         expect_clean_scan(where);
     }
     /* Several corrupted blocks in one scan: one event each. */
@@ -224,6 +234,11 @@ static void modified_ranges(void)
         p[202] ^= 0x01;
         p[999] ^= 0x01;
         expect_scan_report(p, FastMM_EventFreedBlockModified, "100(4) 200(1) 202(1) 999(1)", "four ranges");
+        for (size_t i = 100; i < 104; i++)
+            p[i] ^= 0x0F;
+        p[200] ^= 0x01;
+        p[202] ^= 0x01;
+        p[999] ^= 0x01;
     }
     /* A range that starts in the freed-object marker and runs into the fill. */
     p = (uint8_t *)FastMM_GetMem(64);
@@ -235,6 +250,8 @@ static void modified_ranges(void)
         char expected[32];
         snprintf(expected, sizeof expected, "%zu(5)", from);
         expect_scan_report(p, FastMM_EventFreedBlockModified, expected, "a range across the marker's end");
+        for (size_t i = from; i < from + 5; i++)
+            p[i] ^= 0xFF;
     }
     p = (uint8_t *)FastMM_GetMem(2000);
     if (CHECK(p != NULL)) {
@@ -247,6 +264,8 @@ static void modified_ranges(void)
                 used += (size_t)snprintf(expected + used, sizeof expected - used, "%s%zu(1)", i ? " " : "", 10 + 20 * i);
         }
         expect_scan_report(p, FastMM_EventFreedBlockModified, expected, "40 ranges, 32 listed");
+        for (size_t i = 0; i < 40; i++)
+            p[10 + 20 * i] ^= 0x20;
     }
     expect_clean_scan("after the range reports");
     tu_events_reset();
@@ -256,7 +275,7 @@ static void modified_ranges(void)
 
 static void reuse_quarantine(void)
 {
-    SECTION("a corrupted freed block met on reuse: reported once, never handed out");
+    SECTION("a corrupted freed block met on reuse: reported, never handed out, rescanned");
     static const size_t sizes[] = {1500, 7000};
     enum { TRIES = 64 };
     for (size_t i = 0; i < 2; i++) {
@@ -280,10 +299,11 @@ static void reuse_quarantine(void)
                   (long)tu_events_total());
         tu_info("%zu bytes: the corruption was %s", n, on_reuse ? "found on reuse" : "not met on reuse");
         int scan = FastMM_ScanDebugBlocksForCorruption();
-        CHECK_MSG(scan == (on_reuse ? 1 : 0), "%zu bytes: the scan after %s returned %d", n,
+        CHECK_MSG(scan == 0, "%zu bytes: the scan after %s returned %d", n,
                   on_reuse ? "a report on reuse" : "no report", scan);
-        CHECK_MSG(tu_events_total() == 1 && tu_events_count(FastMM_EventFreedBlockModified) == 1,
-                  "%zu bytes: %ld events in all, expected exactly one FreedBlockModified", n, (long)tu_events_total());
+        CHECK_MSG(tu_events_total() == on_reuse + 1 && tu_events_count(FastMM_EventFreedBlockModified) == on_reuse + 1,
+                  "%zu bytes: %ld events in all, expected %ld FreedBlockModified", n, (long)tu_events_total(),
+                  (long)on_reuse + 1);
         const tu_event *e = tu_events_find(FastMM_EventFreedBlockModified, p);
         char list[64];
         CHECK_MSG(e && tu_modified_offsets(e->text, list, sizeof list) && strcmp(list, "10(1)") == 0,

@@ -243,11 +243,11 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size)
         span = fm5_medium_span_of(user);
         bin_remove(manager, (fm5_medium_free_links *)user, available);
         if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) ||
-            fm5_recycling_may_reuse(user, available - FM5_MEDIUM_HEADER_SIZE))
+            fm5_recycling_may_reuse(user, available - FM5_MEDIUM_HEADER_SIZE, 1))
             break;
-        /* A corrupted freed debug block stays out of circulation: marked in use, owned by nobody. */
-        write_header(span, user, available, FM5_STATUS_MEDIUM);
-        fm5_medium_header_of(user + available)->previous_block_is_free = 0;
+        /* A corrupted freed debug block is quarantined: a free block in no bin, still marked free and a
+         * debug block, so that scans keep checking it and no neighbour merges with it. */
+        fm5_recycling_quarantine(user);
     }
     /* Split off any surplus, even one too small to bin: it can still merge with a neighbour later, and
      * the block's usable size then matches its request exactly. */
@@ -402,6 +402,20 @@ int fm5_medium_free(void *user)
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
     return fm5_arena_free(&manager->gate, user, &fm5_medium_header_of(user)->status, medium_status_rule,
                           release_block, release_queued, manager);
+}
+
+int fm5_medium_requeue_quarantined(void *user)
+{
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
+    FM5_ASSERT((fm5_medium_header_of(user)->status & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
+               (FM5_STATUS_MEDIUM | FM5_STATUS_FREE));
+    size_t size = fm5_medium_block_size(user);
+    int intact = fm5_recycling_may_reuse(user, size - FM5_MEDIUM_HEADER_SIZE, 0);
+    if (intact && size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+        bin_insert(manager, (fm5_medium_free_links *)(void *)user, size);
+    fm5_arena_unlock(&manager->gate, release_queued, manager);
+    return intact;
 }
 
 int fm5_medium_process_pending_frees(int wait)

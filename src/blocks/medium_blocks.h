@@ -109,6 +109,9 @@ FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void
 }
 
 int fm5_medium_process_pending_frees(int wait);
+/* A quarantined block (blocks/recycling.h) goes back into its bin if the freed-block check now finds
+ * it intact: returns 1 then, 0 if it must stay quarantined. Takes the arena's lock. */
+int fm5_medium_requeue_quarantined(void *user);
 
 /* A checked build's audit of one arena, under its lock: the invariants above. */
 void fm5_medium_check_manager(const fm5_medium_manager *manager);

@@ -1,5 +1,6 @@
 /* What the release managers ask before they recycle memory, set by a higher layer (debug mode) that
- * they know nothing of. Release mode leaves every option off and no check installed. */
+ * they know nothing of, and the quarantine of freed blocks that must not be recycled yet. Release mode
+ * leaves every option off and no check installed. */
 #ifndef FM5_RECYCLING_H
 #define FM5_RECYCLING_H
 
@@ -13,15 +14,27 @@
 extern volatile unsigned fm5_recycling_options;
 
 /* Asked, under the manager's lock, before a freed block whose status says HasDebugInfo is handed out
- * again: `outer` is the block, `outer_usable` what it holds. Returns 1 if it may be reused, 0 if it
- * must stay out of circulation. Must not take a manager lock. */
-typedef int (*fm5_freed_block_check)(void *outer, size_t outer_usable);
+ * again, and (with `report` 0) when a quarantined block is looked at again: `outer` is the block,
+ * `outer_usable` what it holds. Returns 1 if it may be reused; 0 if it must stay out of circulation,
+ * after reporting why when `report`. Must not take a manager lock. */
+typedef int (*fm5_freed_block_check)(void *outer, size_t outer_usable, int report);
 
 /* Installed once at start-up, before any block carries HasDebugInfo. */
 void fm5_recycling_set_freed_block_check(fm5_freed_block_check check);
 
 /* The check of the freed block at `outer`: always 1 when none is installed. */
-int fm5_recycling_may_reuse(void *outer, size_t outer_usable);
+int fm5_recycling_may_reuse(void *outer, size_t outer_usable, int report);
+
+/* ---- the quarantine ----------------------------------------------------------------------------
+ * A freed small or medium block that the check refused is quarantined: it keeps its status (free,
+ * with HasDebugInfo, so that walks and scans still see and check it), stays on no free list or bin
+ * (a small one counts as in use, so its span is never released), and goes on this lock-free list,
+ * linked through its first pointer (a debug header's free-list word). The managers push;
+ * fm5_release_requeue_quarantine (release_engine.h) takes the whole list and hands back to their
+ * managers the blocks that are intact again. */
+void fm5_recycling_quarantine(void *outer);
+/* The whole list, emptied (NULL if none); push back with fm5_recycling_quarantine. */
+void *fm5_recycling_take_quarantine(void);
 
 FM5_INLINE int fm5_recycling_keeps_empty_small_spans(void)
 {

@@ -2,6 +2,7 @@
  * FastMM5's reallocation rules. */
 #include "blocks/release_engine.h"
 #include "blocks/realloc_rules.h"
+#include "blocks/recycling.h"
 #include "base/events.h"
 #include <string.h>
 
@@ -97,6 +98,19 @@ void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const
         return move_block(p, identity, facts, new_size, preferred > new_size ? preferred : new_size, available);
     }
     return move_block(p, identity, facts, new_size, new_size, new_size);
+}
+
+void fm5_release_requeue_quarantine(void)
+{
+    char *block = fm5_recycling_take_quarantine();
+    while (block) {
+        char *next = *(char **)block;
+        int requeued = (*fm5_status_word(block) & FM5_STATUS_SMALL) ? fm5_small_requeue_quarantined(block)
+                                                                    : fm5_medium_requeue_quarantined(block);
+        if (!requeued)
+            fm5_recycling_quarantine(block);
+        block = next;
+    }
 }
 
 int fm5_release_process_pending_frees(void)

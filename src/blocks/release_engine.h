@@ -58,6 +58,10 @@ void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,
                                 size_t new_size);
 
+/* Hands every quarantined block (blocks/recycling.h) that is intact again back to its manager; the
+ * others stay quarantined. Debug mode's scan calls it after it has checked them all. */
+void fm5_release_requeue_quarantine(void);
+
 /* Releases the blocks queued on every arena's pending-free list whose lock is free now. Returns 1 if
  * nothing was left queued. */
 int fm5_release_process_pending_frees(void);

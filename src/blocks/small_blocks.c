@@ -139,13 +139,13 @@ static void *reuse_locked(fm5_small_manager *manager)
             fm5_ring_remove(&span->partially_free);
         volatile uint16_t *status = fm5_status_word(user);
         if (!(*status & FM5_STATUS_HAS_DEBUG_INFO) ||
-            fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE)) {
+            fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE, 1)) {
             *status &= (uint16_t)~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO);
             return user;
         }
-        /* A corrupted freed debug block stays out of circulation: counted in use, on no list, and no
-         * longer marked as a debug block so that scans pass it by. */
-        *status &= (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO;
+        /* A corrupted freed debug block is quarantined: counted in use, on no free chain, still marked
+         * free and a debug block, so that scans keep checking it (blocks/recycling.h). */
+        fm5_recycling_quarantine(user);
     }
 }
 
@@ -235,6 +235,20 @@ int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)
 {
     fm5_arena_unlock(&manager->gate, release_block, manager);
     return 0;
+}
+
+int fm5_small_requeue_quarantined(void *user)
+{
+    fm5_small_span *span = fm5_small_span_of(user, *fm5_status_word(user));
+    fm5_small_manager *manager = span->manager;
+    fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
+    FM5_ASSERT((*fm5_status_word(user) & (FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
+               (FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO));
+    int intact = fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE, 0);
+    if (intact)
+        free_locked(manager, span, user);
+    fm5_arena_unlock(&manager->gate, release_block, manager);
+    return intact;
 }
 
 int fm5_small_process_pending_frees(int wait)

@@ -97,6 +97,9 @@ void *fm5_small_get_mem(size_t size);
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
+/* A quarantined block (blocks/recycling.h) goes back on its span's free chain if the freed-block check
+ * now finds it intact: returns 1 then, 0 if it must stay quarantined. Takes the manager's lock. */
+int fm5_small_requeue_quarantined(void *user);
 
 /* A checked build's audit of one span, under its manager's lock: the invariants above. */
 void fm5_small_check_span(const fm5_small_span *span);

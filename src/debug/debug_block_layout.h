@@ -172,6 +172,25 @@ FM5_INLINE void fm5_debug_footer_store_trace_entry(uint8_t *footer, unsigned ent
            sizeof address);
 }
 
+/* The fingerprint of the damage last reported for this block (0: none), kept in the header's reserved
+ * space, which no checksum covers and no free-list link overwrites. */
+FM5_INLINE uint32_t fm5_debug_reported_damage(const fm5_debug_block_header *header)
+{
+    uint32_t fingerprint;
+    memcpy(&fingerprint, header->reserved_space, sizeof fingerprint);
+    return fingerprint;
+}
+
+FM5_INLINE void fm5_debug_set_reported_damage(fm5_debug_block_header *header, uint32_t fingerprint)
+{
+    memcpy(header->reserved_space, &fingerprint, sizeof fingerprint);
+}
+
+_Static_assert(offsetof(fm5_debug_block_header, reserved_space) >= 2 * sizeof(void *) &&
+                   offsetof(fm5_debug_block_header, reserved_space) + sizeof(uint32_t) <=
+                       offsetof(fm5_debug_block_header, header_checksum),
+               "the damage fingerprint sits after the free-list links and before the checksummed words");
+
 /* Covers every header word after the checksum field: the reserved words before it are left out because
  * the outer block's free list overwrites them while the debug block is legitimately free. */
 static inline uint32_t fm5_debug_header_checksum(const fm5_debug_block_header *header)

@@ -4,6 +4,7 @@
 #include "base/os.h"
 #include "fm5.h"
 #include "debug/debug_blocks.h"
+#include "blocks/release_engine.h"
 #include "blocks/recycling.h"
 #include "blocks/release_engine.h"
 #include "debug/debug_block_layout.h"
@@ -21,10 +22,9 @@
 #include "blocks/large_blocks.h"
 #include <string.h>
 
-/* Bits of the header's reserved byte: how the block was made, and whether it was reported. */
+/* Bits of the header's reserved byte: how the block was made. */
 #define BLOCK_WITHOUT_CHECKSUMS 1u
 #define BLOCK_WITHOUT_FILL 2u
-#define BLOCK_REPORTED 0x80u
 
 #define REPORT_BYTES 24576
 #define DUMP_BYTES 256u
@@ -41,10 +41,17 @@ static void set_has_debug_info(void *outer, int on)
         *status &= (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO;
 }
 
+/* A block made with FastMM_DebugNoChecksums has this in place of its header checksum. A checksummed
+ * block whose option bit is flipped by a stray write then fails the header check (its checksum is this
+ * value only by a 1 in 2^32 chance), so that a corrupted header cannot switch its own checks off. */
+#define NO_CHECKSUMS_MARK 0x4E6F4353u
+
 static void seal(fm5_debug_block_header *header)
 {
-    if (header->reserved_byte & BLOCK_WITHOUT_CHECKSUMS)
+    if (header->reserved_byte & BLOCK_WITHOUT_CHECKSUMS) {
+        header->header_checksum = NO_CHECKSUMS_MARK;
         return;
+    }
     uint8_t *footer = fm5_debug_footer(header);
     fm5_debug_footer_store_checksum(footer, fm5_debug_footer_checksum(footer, header->stack_trace_entry_count));
     header->header_checksum = fm5_debug_header_checksum(header);
@@ -65,7 +72,10 @@ static enum integrity check_block(const fm5_debug_block_header *header, size_t o
 {
     if (!header_plausible(header, outer_usable))
         return HEADER_CORRUPTED;
-    if (!(header->reserved_byte & BLOCK_WITHOUT_CHECKSUMS)) {
+    if (header->reserved_byte & BLOCK_WITHOUT_CHECKSUMS) {
+        if (header->header_checksum != NO_CHECKSUMS_MARK)
+            return HEADER_CORRUPTED;
+    } else {
         if (header->header_checksum != fm5_debug_header_checksum(header))
             return HEADER_CORRUPTED;
         const uint8_t *footer = fm5_debug_footer(header);
@@ -181,8 +191,79 @@ static void report_block(int kind, const void *user, size_t outer_usable, const 
     fm5_event_deliver(kind, user, plausible ? header->user_size : 0, text.buffer);
 }
 
+/* A fingerprint of the damage a check found: the problem, the header's checksummed words, the footer
+ * when the header's sizes can be trusted to find it, and a freed block's user data. Never 0. The same
+ * damage, unchanged, gives the same fingerprint; any change to the bytes that were checked (almost
+ * surely) another. */
+static uint32_t damage_fingerprint(enum integrity problem, const fm5_debug_block_header *header, size_t outer_usable)
+{
+    uint32_t hash = 2166136261u ^ (uint32_t)problem;
+    const uint8_t *bytes = (const uint8_t *)header;
+    for (size_t i = offsetof(fm5_debug_block_header, header_checksum); i < FM5_DEBUG_HEADER_SIZE; i++)
+        hash = (hash ^ bytes[i]) * 16777619u;
+    if (header_plausible(header, outer_usable)) {
+        const uint8_t *footer = fm5_debug_footer(header);
+        size_t footer_size = fm5_debug_footer_size(header->stack_trace_entry_count);
+        for (size_t i = 0; i < footer_size; i++)
+            hash = (hash ^ footer[i]) * 16777619u;
+        if (problem == FILL_CORRUPTED) {
+            const uint8_t *user = fm5_debug_user_data(header);
+            for (size_t i = 0; i < header->user_size; i++)
+                hash = (hash ^ user[i]) * 16777619u;
+        }
+    }
+    return hash | 1u;
+}
+
+static const char *integrity_problem_text(enum integrity problem)
+{
+    switch (problem) {
+    case HEADER_CORRUPTED: return "the header checksum or sizes do not match (memory before the block was overwritten)";
+    case FOOTER_CORRUPTED: return "the footer checksum does not match (a write past the end of the block)";
+    default: return "the block was written to after it was freed";
+    }
+}
+
+static int integrity_event_kind(enum integrity problem)
+{
+    switch (problem) {
+    case HEADER_CORRUPTED: return FastMM_EventDebugBlockHeaderCorrupted;
+    case FOOTER_CORRUPTED: return FastMM_EventDebugBlockFooterCorrupted;
+    default: return FastMM_EventFreedBlockModified;
+    }
+}
+
+/* The same damage found again: one line instead of the whole report. */
+static void report_unchanged_damage(enum integrity problem, const void *user)
+{
+    char buffer[512];
+    fm5_text text;
+    fm5_text_init(&text, buffer, sizeof buffer);
+    fm5_text_append(&text, "fm5: ");
+    fm5_text_append(&text, fm5_event_kind_name(integrity_event_kind(problem)));
+    fm5_text_append(&text, ": still corrupted, unchanged since it was reported, allocation number ");
+    fm5_text_append_unsigned(&text, fm5_debug_header_of(user)->allocation_number);
+    fm5_text_append(&text, " (");
+    fm5_text_append(&text, integrity_problem_text(problem));
+    fm5_text_append(&text, "). Pointer: ");
+    fm5_text_append_pointer(&text, user);
+    fm5_text_append(&text, ". Thread: ");
+    fm5_text_append_unsigned(&text, fm5_os_thread_id());
+    fm5_text_append(&text, ".");
+    fm5_event_deliver(integrity_event_kind(problem), user, 0, text.buffer);
+}
+
 static void report_integrity(enum integrity problem, const void *user, size_t outer_usable)
 {
+    /* Every check that finds damage reports it; damage reported before and unchanged since is folded
+     * into one line (its fingerprint lives in the header's reserved word, outside the checksums). */
+    fm5_debug_block_header *header = fm5_debug_header_of(user);
+    uint32_t fingerprint = damage_fingerprint(problem, header, outer_usable);
+    if (fm5_debug_reported_damage(header) == fingerprint) {
+        report_unchanged_damage(problem, user);
+        return;
+    }
+    fm5_debug_set_reported_damage(header, fingerprint);
     switch (problem) {
     case HEADER_CORRUPTED:
         report_block(FastMM_EventDebugBlockHeaderCorrupted, user, outer_usable,
@@ -397,23 +478,16 @@ int fm5_walk_item_live_user_block(const fm5_walk_item *item, fm5_live_user_block
 
 /* ---- reuse and scanning ----------------------------------------------------------------------- */
 
-static void mark_reported(fm5_debug_block_header *header)
-{
-    header->reserved_byte |= BLOCK_REPORTED;
-    header->header_checksum = fm5_debug_header_checksum(header);
-}
-
 /* The release managers' freed-block check: 1 if the block is intact and may be reused; 0 if it is
- * corrupted (reported once) and must be kept out of circulation. Runs under a manager's lock. */
-static int freed_block_reusable(void *outer, size_t outer_usable)
+ * corrupted and must stay out of circulation, reported when `report`. Runs under a manager's lock. */
+static int freed_block_reusable(void *outer, size_t outer_usable, int report)
 {
     fm5_debug_block_header *header = outer;
-    if (header->reserved_byte & BLOCK_REPORTED)
-        return 0;
     enum integrity problem = check_block(header, outer_usable, 1);
     if (problem == INTACT)
         return 1;
-    report_integrity(problem, fm5_debug_user_data(header), outer_usable);
+    if (report)
+        report_integrity(problem, fm5_debug_user_data(header), outer_usable);
     return 0;
 }
 
@@ -421,6 +495,8 @@ typedef struct scan_state {
     int corrupted;
 } scan_state;
 
+/* Every debug block, live, freed or quarantined, is checked at every scan, however often it was
+ * reported before. */
 static int scan_block(const fm5_walk_item *item, void *context)
 {
     scan_state *state = context;
@@ -430,8 +506,6 @@ static int scan_block(const fm5_walk_item *item, void *context)
     if (!(*status & FM5_STATUS_HAS_DEBUG_INFO))
         return 0;
     fm5_debug_block_header *header = item->address;
-    if (header->reserved_byte & BLOCK_REPORTED)
-        return 0;
     int freed = 0;
     enum integrity problem = INTACT;
     /* A live block may be changing under its owner's hands (the owner clears HasDebugInfo first): a
@@ -450,8 +524,6 @@ static int scan_block(const fm5_walk_item *item, void *context)
         return 0;
     state->corrupted = 1;
     report_integrity(problem, fm5_debug_user_data(header), item->usable_size);
-    if (freed)
-        mark_reported(header);
     return 0;
 }
 
@@ -459,6 +531,8 @@ int FM5_CALL FastMM_ScanDebugBlocksForCorruption(void)
 {
     scan_state state = { 0 };
     fm5_walk_all(scan_block, &state, 1000);
+    /* Quarantined blocks that are intact again (the damage was undone) go back into use. */
+    fm5_release_requeue_quarantine();
     return !state.corrupted;
 }
 
