@@ -1,7 +1,8 @@
-/* Stack traces: RtlCaptureStackBackTrace to capture, the loader's module list to name modules, and
+/* Stack traces: on Win64 fm5's cached unwinder (stack_unwind.c), else RtlCaptureStackBackTrace, to capture, the loader's module list to name modules, and
  * DbgHelp (a Windows system DLL, loaded on first use) for symbol names. */
 #include "base/os.h"
 #include "debug/stack_trace.h"
+#include "debug/stack_unwind.h"
 
 /* The address range of the module fm5 is linked into. Leading frames inside it are fm5's own calls:
  * dropping them by address keeps traces right however the compiler inlined fm5's functions. A static
@@ -31,7 +32,13 @@ unsigned fm5_capture_stack_trace(void **frames, unsigned count, unsigned skip)
         if (!own_module_end)
             find_own_module();
         void *raw[FM5_MAXIMUM_STACK_TRACE_DEPTH + 32];
+#ifdef FM5_WIN64
+        /* The same frames as the system's, from cached unwind steps (stack_unwind.h). */
+        int unwound = fm5_unwind_stack(raw, count + 32, skip + 1);
+        unsigned available = unwound >= 0 ? (unsigned)unwound : RtlCaptureStackBackTrace(skip + 1, count + 32, raw, NULL);
+#else
         unsigned available = RtlCaptureStackBackTrace(skip + 1, count + 32, raw, NULL);
+#endif
         unsigned first = 0;
         while (first < available && (uintptr_t)raw[first] >= own_module_start &&
                (uintptr_t)raw[first] < own_module_end)
