@@ -4,6 +4,11 @@
  *   heap                    HeapAlloc / HeapFree / HeapReAlloc on GetProcessHeap()
  *   msvcrt, ucrtbase        malloc / free / realloc (and calloc) of that DLL
  *   <dll path>:<alloc>:<free>:<realloc>   cdecl exports of any DLL (split at the last three colons)
+ *   debugdll:<dll path>:<alloc>:<free>:<realloc>   the same for a DLL that is always in a debug mode with
+ *                           20-frame stack traces (FastMM5's debug build): it runs the debug workloads
+ *                           at depth 20, and refuses the others
+ * A DLL given by path is loaded with its folder added to the DLL search path, so that a support DLL
+ * it loads itself (FastMM5's FastMM_FullDebugMode64.dll) is found beside it.
  * Every one is reached through g_alloc; nothing here is linked at build time. */
 #include "bench.h"
 
@@ -28,6 +33,19 @@ static void *__cdecl heap_calloc(size_t count, size_t size)
 
 static HMODULE load_dll(const char *path)
 {
+    char folder[MAX_PATH];
+    size_t length = strlen(path);
+    if (length < sizeof folder) {
+        memcpy(folder, path, length + 1);
+        char *slash = strrchr(folder, '\\');
+        char *slash2 = strrchr(folder, '/');
+        if (slash2 > slash)
+            slash = slash2;
+        if (slash) {
+            *slash = '\0';
+            SetDllDirectoryA(folder);
+        }
+    }
     HMODULE module = LoadLibraryA(path);
     if (!module)
         bench_fatal("cannot load %s (error %lu)", path, GetLastError());
@@ -41,6 +59,11 @@ static FARPROC need_proc(HMODULE module, const char *dll, const char *name)
         bench_fatal("%s has no export %s", dll, name);
     return f;
 }
+
+/* A DLL that is in its debug mode from the start, with FastMM5's 20-frame traces. */
+static int __cdecl always_in_debug_mode(void) { return 1; }
+static int __cdecl leave_nothing(void) { return 0; }
+static int __cdecl depth_20_only(unsigned depth) { return depth == 20 ? 0 : -1; }
 
 /* GetProcAddress returns FARPROC; going through void * keeps -Wcast-function-type quiet. */
 #define PROC(type, f) ((type)(void (*)(void))(f))
@@ -92,7 +115,10 @@ void bench_load_allocator(const char *spec)
     } else if (strcmp(spec, "msvcrt") == 0 || strcmp(spec, "ucrtbase") == 0) {
         load_crt(strcmp(spec, "msvcrt") == 0 ? "msvcrt.dll" : "ucrtbase.dll");
     } else {
-        /* <path>:<alloc>:<free>:<realloc>, the path possibly holding colons of its own. */
+        /* [debugdll:]<path>:<alloc>:<free>:<realloc>, the path possibly holding colons of its own. */
+        int debug_dll = strncmp(spec, "debugdll:", 9) == 0;
+        if (debug_dll)
+            spec += 9;
         size_t len = strlen(spec);
         char *copy = malloc(len + 1);
         if (!copy)
@@ -113,6 +139,11 @@ void bench_load_allocator(const char *spec)
         g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, copy, names[0]));
         g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, copy, names[1]));
         g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, copy, names[2]));
+        if (debug_dll) {
+            g_alloc.enter_debug_mode = always_in_debug_mode;
+            g_alloc.exit_debug_mode = leave_nothing;
+            g_alloc.set_stack_depth = depth_20_only;
+        }
         /* The DLL string stays allocated: error messages may name it later. */
     }
 }

@@ -57,6 +57,45 @@ def is_fm5(spec):
     return spec == "fm5" or spec.startswith("fm5:")
 
 
+# The peers of ../shared/peers/ (its README), by name: the DLL under <peers>/<folder>, its exports.
+# "fastmm5-debug" is FastMM5's debug build: always in debug mode with 20-frame traces, so it runs the
+# debug workloads that trace at depth 20 (and only those), through fm5bench's "debugdll:" spec.
+PEERS = {
+    "fastmm5": ("fastmm5/{arch}/BorlndMM.dll", "GetMemory:FreeMemory:ReallocMemory", ""),
+    "mimalloc": ("mimalloc/{arch}/mimalloc.dll", "mi_malloc:mi_free:mi_realloc", ""),
+    "fastmm5-debug": ("fastmm5/{arch}-debug/BorlndMM.dll", "GetMemory:FreeMemory:ReallocMemory", "debugdll:"),
+}
+DEFAULT_PEERS_DIR = os.path.join(os.path.dirname(REPO), "shared", "peers")
+
+
+def windows_path(path):
+    return "Z:" + os.path.abspath(path).replace("/", "\\")
+
+
+def peers_available(peers_dir, arch):
+    """The names of the peers whose DLL exists for `arch` (none without a peers folder)."""
+    if not peers_dir or not os.path.isdir(peers_dir):
+        return []
+    return [name for name, (dll, _, _) in PEERS.items()
+            if os.path.isfile(os.path.join(peers_dir, dll.replace("{arch}", arch)))]
+
+
+def resolve_spec(spec, arch, peers_dir):
+    """The --allocator argument for fm5bench: a peer's name becomes its DLL's path and exports."""
+    if spec in PEERS:
+        dll, exports, prefix = PEERS[spec]
+        return prefix + windows_path(os.path.join(peers_dir, dll.replace("{arch}", arch))) + ":" + exports
+    return spec.replace("{arch}", arch)
+
+
+def is_debug_peer(spec):
+    return spec in PEERS and PEERS[spec][2] == "debugdll:"
+
+
+def traces_at_depth_20(workload_name):
+    return workload_name.endswith("_d20") or workload_name == "xml_debug"
+
+
 class SampleError(Exception):
     pass
 
@@ -102,8 +141,8 @@ class Bench:
             raise SampleError("--list printed no workload")
         return workloads
 
-    def sample(self, arch, workload, allocator, scale):
-        args = ["--workload", workload, "--allocator", allocator]
+    def sample(self, arch, workload, allocator, scale, peers_dir=None):
+        args = ["--workload", workload, "--allocator", resolve_spec(allocator, arch, peers_dir)]
         if scale is not None:
             args += ["--scale", repr(scale)]
         started = time.monotonic()
@@ -132,6 +171,10 @@ def parse_args(argv):
                         + " and ".join(EXCLUDED_BY_DEFAULT) + ")")
     parser.add_argument("--allocators", help=f"comma list of allocator specs (default {DEFAULT_ALLOCATORS}; "
                         "debug workloads run the fm5 specs only)")
+    parser.add_argument("--peers", default=os.environ.get("FM5_PEERS", DEFAULT_PEERS_DIR),
+                        help="the peers folder (default $FM5_PEERS, else ../shared/peers); its allocators, "
+                        "named " + ", ".join(PEERS) + ", join the default list when present, and may be named "
+                        "in --allocators and --compare")
     parser.add_argument("--reference", help="the allocator whose gain over the others is reported "
                         "(broad table; default the first fm5 spec, else the first allocator)")
     parser.add_argument("--compare", metavar="A,B", help="paired mode: alternate A and B, report B's gain over A")
@@ -170,6 +213,9 @@ def parse_args(argv):
         defaults = (25, 3, 0.0)
     else:
         args.allocator_list = [a for a in (args.allocators or DEFAULT_ALLOCATORS).split(",") if a]
+        if not args.allocators:
+            # The peers join the default list when the folder has them (for either architecture).
+            args.allocator_list += [p for p in PEERS if any(p in peers_available(args.peers, a) for a in ARCHES)]
         if len(set(args.allocator_list)) != len(args.allocator_list):
             parser.error("--allocators lists an allocator twice")
         if args.reference is None:
@@ -253,12 +299,22 @@ class Runner:
             except SampleError as error:
                 raise SystemExit(f"bench: {arch}: fm5bench --list failed: {error}")
             for workload in select_workloads(listed, args.workloads):
-                allocators = list(args.allocator_list)
+                allocators = [a for a in args.allocator_list
+                              if a not in PEERS or a in peers_available(args.peers, arch)]
+                missing = [a for a in args.allocator_list if a not in allocators]
+                if missing and (args.mode == "compare" or args.allocators):
+                    self.skipped.append(f"{arch} {workload['name']}: no peers folder entry for {', '.join(missing)}")
                 if workload["category"] == "debug":
-                    allocators = [a for a in allocators if is_fm5(a)]
-                    if len(allocators) < len(args.allocator_list) and (args.mode == "compare" or not allocators):
-                        self.skipped.append(f"{arch} {workload['name']}: debug workloads run only with fm5 specs")
+                    allocators = [a for a in allocators if is_fm5(a) or
+                                  (is_debug_peer(a) and traces_at_depth_20(workload["name"]))]
+                    if args.mode == "compare" and len(allocators) < 2 or not allocators:
+                        self.skipped.append(f"{arch} {workload['name']}: debug workloads run only with fm5 specs "
+                                            "(and, at depth 20, FastMM5's debug build)")
                         continue
+                elif any(is_debug_peer(a) for a in allocators):
+                    allocators = [a for a in allocators if not is_debug_peer(a)]
+                if args.mode == "compare" and len(allocators) < 2:
+                    continue
                 self.tasks.append({"arch": arch, "name": workload["name"], "category": workload["category"],
                                    "threads": workload["threads"], "allocators": allocators,
                                    "active": list(allocators), "pairs": args.pairs, "round_s": None,
@@ -282,7 +338,7 @@ class Runner:
         started = time.monotonic()
         for allocator in order:
             try:
-                result = self.bench.sample(task["arch"], task["name"], allocator, self.args.scale)
+                result = self.bench.sample(task["arch"], task["name"], allocator, self.args.scale, self.args.peers)
             except SampleError as error:
                 task["active"].remove(allocator)
                 self.failures.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,

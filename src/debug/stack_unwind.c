@@ -80,7 +80,7 @@ static int code_has_run(const unwind_info *info, unsigned i, unsigned chain, uin
  * allocations move RSP up from there in the order listed, but setting the frame pointer resets RSP to
  * the frame base, so allocations listed before it (made after it) do not count; saves are at fixed
  * offsets from the frame base. */
-static step compute_step(uintptr_t pc)
+__attribute__((noinline, cold)) static step compute_step(uintptr_t pc)
 {
     const step unsupported = { STEP_UNSUPPORTED, 0, 0, -1 };
     step result = { STEP_LEAF, 0, 0, -1 };
@@ -292,14 +292,16 @@ __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, un
 {
     if (!__atomic_load_n(&cache_state, __ATOMIC_ACQUIRE))
         set_up_cache();
-    CONTEXT context;
-    RtlCaptureContext(&context);
+    /* This frame's RIP, RSP and RBP, read where the prologue is done and RSP is the body's for good
+     * (the x64 ABI moves RSP only in prologues and epilogues): a start that costs three moves, where
+     * RtlCaptureContext stores every register and the FPU state. */
+    uintptr_t rip, rsp, rbp;
+    __asm__ volatile("leaq 0(%%rip), %0\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(rip), "=r"(rsp), "=r"(rbp));
     /* The thread's stack bounds from its TIB (GS:[8] StackBase, GS:[16] StackLimit); NtCurrentTeb()
      * itself trips GCC 12's array-bounds warning in MinGW's headers. */
     uintptr_t stack_low, stack_high;
     __asm__("movq %%gs:16, %0" : "=r"(stack_low));
     __asm__("movq %%gs:8, %0" : "=r"(stack_high));
-    uintptr_t rip = context.Rip, rsp = context.Rsp, rbp = context.Rbp;
     unsigned found = 0, to_skip = skip;
     walk_counts counts = { 0, 0 };
     /* Our own frame first: unwinding it gives the return address into our caller. */
@@ -328,9 +330,9 @@ __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, un
         else
             frames[found++] = (void *)rip;
     }
-    /* Two shared counters per trace, not two per frame. */
-    if (counts.hits)
-        __atomic_add_fetch(&cache_hits, counts.hits, __ATOMIC_RELAXED);
+    /* Statistics only: a plain load and store (no locked add on a shared line in every trace), so
+     * concurrent traces may lose counts; misses are rare and counted exactly. */
+    __atomic_store_n(&cache_hits, __atomic_load_n(&cache_hits, __ATOMIC_RELAXED) + counts.hits, __ATOMIC_RELAXED);
     if (counts.misses)
         __atomic_add_fetch(&cache_misses, counts.misses, __ATOMIC_RELAXED);
     return (int)found;
