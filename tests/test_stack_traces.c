@@ -118,7 +118,7 @@ NOINLINE static int leaf(int value)
 #endif
 
 #if defined(FM5_STATIC) && defined(_WIN64)
-    int unwound = fm5_unwind_stack(fm5_frames, DEPTH, 0);
+    int unwound = fm5_unwind_stack(fm5_frames, DEPTH, 0, 0, 0);
     system_count = system_trace(system_frames);
     snprintf(what, sizeof what, "%s: fm5_unwind_stack", chain_name);
     if (CHECK_MSG(unwound >= 0, "%s: fm5_unwind_stack needed the system unwinder", chain_name))

@@ -2,6 +2,7 @@
  * and its codes), read once per return address into a cached step. */
 #include "debug/stack_unwind.h"
 #include "base/os.h"
+#include <string.h>
 
 #ifdef FM5_WIN64
 
@@ -286,9 +287,74 @@ static void set_up_cache(void)
     fm5_unlock(&setup_lock);
 }
 
+/* ---- fm5's own frames: learned prefixes ---------------------------------------------------------
+ * A trace taken inside fm5 starts with a run of fm5's own frames (seven on the way from FastMM_GetMem
+ * in debug mode), which are dropped. Their steps never change, so the run is learned once per path:
+ * where, from the RSP the walk starts with, each of its return addresses lies, what each must be, and
+ * where the RBP to continue with was saved. A later walk checks all of those return addresses at
+ * once (independent loads, instead of one dependent lookup per frame) and, if every one is as
+ * learned, the frames are the learned ones and it continues after the run. Only runs of frames
+ * without a frame pointer are learned: their offsets depend on nothing but the return addresses.
+ * Entries are written once, then published; they hold only addresses of fm5's own module. */
+#define PREFIXES 32u
+#define PREFIX_FRAMES 16u
+
+typedef struct prefix {
+    unsigned length;                   /* frames in the run, ours included */
+    uintptr_t start;                   /* the walk's first RIP */
+    uint32_t slot[PREFIX_FRAMES];      /* from the start RSP: where frame k's return address is */
+    uintptr_t expected[PREFIX_FRAMES]; /* frame k's return address, for every k but the last */
+    int64_t rbp_slot;                  /* from the start RSP: the RBP to continue with, or -1 */
+} prefix;
+
+static prefix prefixes[PREFIXES];
+static volatile unsigned prefixes_reserved, prefixes_published[PREFIXES];
+
+/* A learned run that matches this stack: 1 and the state after it, or 0. */
+static int skip_learned_run(uintptr_t start, uintptr_t *rip, uintptr_t *rsp, uintptr_t *rbp, uintptr_t stack_high)
+{
+    uintptr_t base = *rsp;
+    unsigned reserved = __atomic_load_n(&prefixes_reserved, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < reserved && i < PREFIXES; i++) {
+        if (!__atomic_load_n(&prefixes_published[i], __ATOMIC_ACQUIRE))
+            continue;
+        const prefix *run = &prefixes[i];
+        unsigned last = run->length - 1;
+        if (run->start != start || base + run->slot[last] + 8 > stack_high)
+            continue;
+        unsigned k = 0;
+        while (k < last && *(const uintptr_t *)(base + run->slot[k]) == run->expected[k])
+            k++;
+        if (k < last)
+            continue;
+        if (run->rbp_slot >= 0)
+            *rbp = *(const uintptr_t *)(base + (uintptr_t)run->rbp_slot);
+        *rip = *(const uintptr_t *)(base + run->slot[last]);
+        *rsp = base + run->slot[last] + 8;
+        return 1;
+    }
+    return 0;
+}
+
+static void publish_run(const prefix *run)
+{
+    unsigned reserved = __atomic_load_n(&prefixes_reserved, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < reserved && i < PREFIXES; i++)
+        if (__atomic_load_n(&prefixes_published[i], __ATOMIC_ACQUIRE) && prefixes[i].start == run->start &&
+            prefixes[i].length == run->length &&
+            memcmp(prefixes[i].expected, run->expected, (run->length - 1) * sizeof run->expected[0]) == 0)
+            return;
+    unsigned index = __atomic_fetch_add(&prefixes_reserved, 1, __ATOMIC_ACQ_REL);
+    if (index >= PREFIXES)
+        return;
+    prefixes[index] = *run;
+    __atomic_store_n(&prefixes_published[index], 1, __ATOMIC_RELEASE);
+}
+
 /* ---- the walk ----------------------------------------------------------------------------------- */
 
-__attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, unsigned skip)
+__attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, unsigned skip, uintptr_t own_start,
+                                               uintptr_t own_end)
 {
     if (!__atomic_load_n(&cache_state, __ATOMIC_ACQUIRE))
         set_up_cache();
@@ -304,6 +370,23 @@ __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, un
     __asm__("movq %%gs:8, %0" : "=r"(stack_high));
     unsigned found = 0, to_skip = skip;
     walk_counts counts = { 0, 0 };
+    /* fm5's own frames first: a learned run skips them at once; else they are walked (and learned). */
+    int in_own_frames = own_start < own_end && rip - own_start < own_end - own_start;
+    const uintptr_t start = rip, start_rsp = rsp;
+    prefix learning = { 0, start, { 0 }, { 0 }, -1 };
+    int can_learn = in_own_frames;
+    if (in_own_frames && skip_learned_run(start, &rip, &rsp, &rbp, stack_high)) {
+        in_own_frames = rip - own_start < own_end - own_start;
+        can_learn = 0;
+        if (!rip)
+            return 0;
+        if (!in_own_frames) {
+            if (to_skip)
+                to_skip--;
+            else if (count)
+                frames[found++] = (void *)rip;
+        }
+    }
     /* Our own frame first: unwinding it gives the return address into our caller. */
     while (found < count) {
         step s = cached_step(rip, &counts);
@@ -320,9 +403,28 @@ __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, un
             if (saved + 8 > stack_high)
                 break;
             rbp = *(const uintptr_t *)saved;
+            if (can_learn)
+                learning.rbp_slot = (int64_t)(saved - start_rsp);
         }
         rip = *(const uintptr_t *)slot;
         rsp = slot + 8;
+        if (in_own_frames) {
+            if (can_learn) {
+                if (s.kind == STEP_FROM_RBP || learning.length == PREFIX_FRAMES || slot - start_rsp > UINT32_MAX) {
+                    can_learn = 0;
+                } else {
+                    learning.slot[learning.length] = (uint32_t)(slot - start_rsp);
+                    learning.expected[learning.length] = rip;
+                    learning.length++;
+                }
+            }
+            in_own_frames = rip - own_start < own_end - own_start;
+            if (in_own_frames)
+                continue;
+            if (can_learn && rip)
+                publish_run(&learning);
+            can_learn = 0;
+        }
         if (!rip)
             break;
         if (to_skip)

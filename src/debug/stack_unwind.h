@@ -14,8 +14,10 @@
 #ifdef FM5_WIN64
 /* Fills frames[0..count) with return addresses, the one into the caller first, after skipping `skip`
  * of them: what RtlCaptureStackBackTrace(skip, count, frames, NULL) gives when the caller calls it
- * instead. Returns how many it found, or -1 when a frame needs the system unwinder. */
-int fm5_unwind_stack(void **frames, unsigned count, unsigned skip);
+ * instead. When [own_start, own_end) is not empty (fm5's module), the leading frames inside it are
+ * left out before `skip` applies; the runs of them are learned, so that later walks skip them in one
+ * check. Returns how many it found, or -1 when a frame needs the system unwinder. */
+int fm5_unwind_stack(void **frames, unsigned count, unsigned skip, uintptr_t own_start, uintptr_t own_end);
 
 /* Statistics for tests: cache hits and misses since start-up, and whether module unloads empty the
  * cache (0 when the loader offers no notifications; the cache is then not used). */
