@@ -9,7 +9,8 @@
 # PRESET_A and PRESET_B override the presets ({arch} stands for win32 or win64; defaults
 # '{arch}-scalar-checker' and '{arch}'): PRESET_A='{arch}-c' PRESET_B='{arch}-c' gives an A/A run of the
 # pure-C DLL against itself, which checks the pipeline and shows the noise floor. SCALE overrides
-# fm5bench's --scale (default 3), PAIRED_WARMUPS the 3 warm-ups.
+# fm5bench's --scale (default 3), PAIRED_WARMUPS the 3 warm-ups, WORKLOADS the workloads (run.py's
+# comma list; scripts/measure-memset-fills.sh and the XML-like run use it).
 # Output on stdout: the command line, the machine, the presets and one table per architecture. Samples:
 # build/measure-sse2-checker/runs/<arch>/samples.csv, with run.py's own report in results/ beside it;
 # build trees: build/measure-sse2-checker/<preset>; Wine prefix: build/measure-sse2-checker/wineprefix.
@@ -25,7 +26,7 @@ preset_b=${PRESET_B:-'{arch}'}
 # a process takes about 0.4-0.8 s, Wine's start included: 5 workloads x (3 + 25) pairs come to about
 # 4 minutes per architecture.
 scale=${SCALE:-3}
-workloads=debug_64,debug_128,debug_1k,debug_4k,debug_64k
+workloads=${WORKLOADS:-debug_64,debug_128,debug_1k,debug_4k,debug_64k}
 
 bash scripts/setup.sh
 paired_header "$0" "$@"

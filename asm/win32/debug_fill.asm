@@ -21,7 +21,14 @@ extern fm5_freed_object_class_table
 %error "on Win32 the marker is the slot's first dword"
 %endif
 
+extern fm5_c_debug_fill_allocated
+extern fm5_c_debug_fill_freed
+
 ROUTINE fm5_debug_fill_allocated
+%if !FM5_BULK_FILL
+    cmp dword [esp + 8], FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+    jae fm5_c_debug_fill_allocated      ; seed 000's baseline build: the C twin's store loop
+%endif
     mov ecx, [esp + 4]
     mov edx, [esp + 8]
     mov eax, ALLOCATED_FILL_DWORD
@@ -31,6 +38,10 @@ ROUTINE fm5_debug_fill_allocated
 END_ROUTINE fm5_debug_fill_allocated
 
 ROUTINE fm5_debug_fill_freed
+%if !FM5_BULK_FILL
+    cmp dword [esp + 8], FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+    jae fm5_c_debug_fill_freed          ; seed 000's baseline build: the C twin's store loop
+%endif
     mov ecx, [esp + 4]
     mov edx, [esp + 8]
     mov eax, FREED_FILL_DWORD

@@ -23,8 +23,14 @@ extern fm5_freed_object_class_table
 %error "on Win64 the marker is the whole slot"
 %endif
 
+extern fm5_c_debug_fill_allocated
+extern fm5_c_debug_fill_freed
+
 ROUTINE fm5_debug_fill_allocated
     cmp rdx, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+%if !FM5_BULK_FILL
+    jae fm5_c_debug_fill_allocated      ; seed 000's baseline build: the C twin's store loop
+%endif
     jae .bulk
     mov rax, ALLOCATED_FILL_WORD
     jmp fm5_debug_fill_scalar_stores
@@ -35,6 +41,10 @@ ROUTINE fm5_debug_fill_allocated
 END_ROUTINE fm5_debug_fill_allocated
 
 ROUTINE fm5_debug_fill_freed
+%if !FM5_BULK_FILL
+    cmp rdx, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
+    jae fm5_c_debug_fill_freed          ; seed 000's baseline build: the C twin's store loop
+%endif
     mov rax, FREED_FILL_WORD
     cmp rdx, FM5_DEBUG_FREED_OBJECT_MINIMUM_SIZE
     jb fm5_debug_fill_scalar_stores     ; too small for a marker, and below the bulk size

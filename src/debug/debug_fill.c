@@ -51,14 +51,33 @@ static inline void fill_with_scalar_stores(uint8_t *start, size_t count, uint64_
     }
 }
 
+#if !FM5_BULK_FILL
+/* Seed 000's baseline (FM5_BULK_FILL=OFF, a measurement build): 8-byte stores at every size, as FastMM5
+ * filled before PR #96. The empty asm keeps GCC from turning the loop into the memset it stands in for. */
+static void fill_with_store_loop(uint8_t *start, size_t count, uint64_t word)
+{
+    uint8_t *end = start + count;
+    for (; (size_t)(end - start) >= FM5_DEBUG_BULK_FILL_MINIMUM_SIZE; start += 8) {
+        memcpy(start, &word, 8);
+        __asm__ volatile("" : "+r"(start) : : "memory");
+    }
+    fill_with_scalar_stores(start, (size_t)(end - start), word);
+}
+#endif
+
 /* The choice depends on the user size, not on what is left after the marker slot, because that is the
  * size seed 000 measured the crossover at. */
 static inline void fill_pattern(uint8_t *start, size_t count, size_t user_size, uint64_t word)
 {
+#if FM5_BULK_FILL
     if (user_size >= FM5_DEBUG_BULK_FILL_MINIMUM_SIZE)
         memset(start, (int)(word & 0xFF), count);
     else
         fill_with_scalar_stores(start, count, word);
+#else
+    (void)user_size;
+    fill_with_store_loop(start, count, word);
+#endif
 }
 
 void fm5_c_debug_fill_allocated(void *user, size_t size)
