@@ -47,6 +47,8 @@ ROUTINE fm5_debug_freed_pattern_intact
 %endif
     cmp edx, -32
     jg fm5_debug_freed_pattern_check_tails
+    ; The loop in one 64-byte line, whatever the tests before it (see the Win64 routine).
+    align 64
 .next_32:
 %assign position 0
 %rep 8

@@ -38,6 +38,7 @@ ROUTINE fm5_debug_freed_pattern_intact_sse2
     pcmpeqb xmm2, xmm0
     pand xmm1, xmm2
     add ebx, 16
+    align 32                            ; the loop in one 64-byte line
 .next_pair:
     movdqu xmm2, [eax + ebx]
     movdqu xmm3, [eax + ebx + 16]

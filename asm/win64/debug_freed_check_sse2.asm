@@ -40,6 +40,7 @@ ROUTINE fm5_debug_freed_pattern_intact_sse2
 .pairs:
     add rcx, rdx
     neg rdx
+    align 32                            ; the loop in one 64-byte line
 .next_pair:
     movdqu xmm2, [rcx + rdx]
     movdqu xmm3, [rcx + rdx + 16]
