@@ -1,7 +1,7 @@
 /* Small blocks: a lock-free sequential feed from the end of the current span, per-span free lists,
  * partially-free span lists, and pending-free lists so that a free never waits. */
-#include "base/os.h"
 #include "blocks/small_blocks.h"
+#include "base/os.h"
 #include "blocks/small_block_classes.h"
 #include "blocks/medium_blocks.h"
 #include "blocks/arena.h"

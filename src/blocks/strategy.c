@@ -1,5 +1,4 @@
 /* The optimization strategy and what it changes in the managers. */
-#include "base/os.h"
 #include "blocks/strategy.h"
 #include "blocks/geometry.h"
 

@@ -1,12 +1,11 @@
 /* Debug blocks. Every change to a debug block's header or footer happens with HasDebugInfo cleared on
  * the outer block, so that a concurrent scan skips a block that is being changed instead of reporting
  * a checksum that is half updated. */
-#include "base/os.h"
 #include "fm5.h"
 #include "debug/debug_blocks.h"
+#include "base/os.h"
 #include "blocks/release_engine.h"
 #include "blocks/recycling.h"
-#include "blocks/release_engine.h"
 #include "debug/debug_block_layout.h"
 #include "debug/debug_mode.h"
 #include "debug/debug_fill.h"
@@ -17,9 +16,6 @@
 #include "base/events.h"
 #include "debug/stack_trace.h"
 #include "base/text_builder.h"
-#include "blocks/small_blocks.h"
-#include "blocks/medium_blocks.h"
-#include "blocks/large_blocks.h"
 #include <string.h>
 
 /* Bits of the header's reserved byte: how the block was made. */

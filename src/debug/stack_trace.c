@@ -1,8 +1,8 @@
 /* Stack traces: on Win64 fm5's cached unwinder (stack_unwind.c), else RtlCaptureStackBackTrace, to capture, the loader's module list to name modules, and
  * DbgHelp (a Windows system DLL, loaded on first use) for symbol names. */
-#include "base/os.h"
 #include "debug/stack_trace.h"
 #include "debug/stack_unwind.h"
+#include "base/os.h"
 
 /* The address range of the module fm5 is linked into. Leading frames inside it are fm5's own calls:
  * dropping them by address keeps traces right however the compiler inlined fm5's functions. A static

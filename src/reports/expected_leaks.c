@@ -1,6 +1,6 @@
 /* Expected leaks: a fixed table, so that registering never allocates. */
-#include "base/os.h"
 #include "reports/expected_leaks.h"
+#include "base/os.h"
 #include "fm5.h"
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* Leak reports: every live block that is not an expected leak, then a summary by size. */
-#include "base/os.h"
 #include "fm5.h"
 #include "reports/leak_report.h"
+#include "base/os.h"
 #include "reports/expected_leaks.h"
 #include "reports/size_histogram.h"
 #include "blocks/release_engine.h"
