@@ -33,7 +33,7 @@ _Static_assert(sizeof fm5_debug_mode_active == 4, "asm/ tests debug mode as a dw
 _Static_assert(sizeof fm5_erase_allocated_active == 4 && sizeof fm5_erase_freed_active == 4,
                "asm/ tests the erase modes as dwords");
 _Static_assert(sizeof fm5_cpu_has_sse2 == 1, "asm/ tests SSE2 as a byte");
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 _Static_assert(sizeof fm5_granule_owners[0] == 1, "asm/ reads the address map as bytes");
 #else
 _Static_assert(sizeof fm5_granule_leaves[0] == 8 && sizeof *fm5_granule_leaves[0] == 1,
@@ -95,7 +95,7 @@ void fm5_layout_constants(void)
 
     EMIT(GRANULE_SHIFT, FM5_GRANULE_SHIFT);
     EMIT(GRANULE_NOT_OURS, FM5_GRANULE_NOT_OURS);
-#ifdef FM5_WIN64
+#ifdef FM5_64BIT
     EMIT(LEAF_SHIFT, FM5_LEAF_SHIFT);
     EMIT(ADDRESS_BITS, FM5_ADDRESS_BITS);
     EMIT(GRANULES_PER_LEAF, 1ull << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT));

@@ -21,14 +21,20 @@
 extern "C" {
 #endif
 
-#if defined(FM5_BUILDING_DLL)
-#  define FM5_API __declspec(dllexport)
-#elif defined(FM5_STATIC)
-#  define FM5_API
+#if !defined(_WIN32)
+/* The host build (Linux, for the sanitizers and the profiler): a shared object or a static library. */
+#  define FM5_API __attribute__((visibility("default")))
+#  define FM5_CALL
 #else
-#  define FM5_API __declspec(dllimport)
+#  if defined(FM5_BUILDING_DLL)
+#    define FM5_API __declspec(dllexport)
+#  elif defined(FM5_STATIC)
+#    define FM5_API
+#  else
+#    define FM5_API __declspec(dllimport)
+#  endif
+#  define FM5_CALL __cdecl
 #endif
-#define FM5_CALL __cdecl
 
 /* ------------------------------------------------------------------------------------------------
  * Core memory manager (FastMM5 names, C types)
@@ -182,7 +188,8 @@ enum FastMM_EventKind {
     FastMM_EventFreedBlockModified = 11,        /* a freed debug block was written to after the free */
     FastMM_EventVirtualCallOnFreedObject = 12,  /* a virtual method was called through a freed object */
     FastMM_EventMemoryLeak = 13,                /* one leaked block, or the summary of a leak report */
-    FastMM_EventDebugModeReport = 14            /* other debug-mode output, such as a state log */
+    FastMM_EventDebugModeReport = 14,           /* other debug-mode output, such as a state log */
+    FastMM_EventReleaseFailed = 15              /* the OS refused to take memory back: still mapped and counted */
 };
 
 typedef struct FastMM_Event {

@@ -9,9 +9,10 @@ src/ has one folder per layer, lowest first: base, blocks, debug, reports, api. 
   2. calls: with --objects (the DLL's object files, one per source), every symbol an object uses from
      another of fm5's objects is defined in a layer at or below its own: this catches a call that a
      hand-written declaration would hide from rule 1;
-  3. the OS: Windows API calls appear only in src/base/os_windows.c, and in the files that are
-     Windows by nature, src/debug/stack_trace.c and stack_unwind.c (stack capture, x64 unwind data,
-     symbols) and src/api/startup.c (DllMain).
+  3. the OS: Windows API calls appear only in files named *_windows.c (base/os_windows.c, the OS door
+     of the DLLs, and the stack capture, x64 unwind data and symbols of debug/) and POSIX calls only
+     in files named *_posix.c (base/os_posix.c, the host build's door, and debug/'s stack capture);
+     src/api/startup.c, where the loader enters (DllMain or a constructor), may name both.
 Prints every violation and exits 1 if there is any."""
 import argparse
 import os
@@ -21,13 +22,18 @@ import sys
 
 LAYERS = ["base", "blocks", "debug", "reports", "api"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
-OS_FILES = {"base/os_windows.c", "debug/stack_trace.c", "debug/stack_unwind.c", "api/startup.c"}
-# Windows API functions fm5 uses (or could be tempted to); a call outside OS_FILES is a violation.
+ENTRY_FILE = "api/startup.c"
+# Windows API functions fm5 uses (or could be tempted to); a call outside *_windows.c is a violation.
 WINDOWS_API = re.compile(
     r"\b(Virtual(Alloc|Free|Query|Protect)(Ex)?|CreateFile[AW]?|WriteFile|ReadFile|CloseHandle|DeleteFile[AW]?|"
     r"GetEnvironmentVariable[AW]?|SwitchToThread|Sleep|GetTickCount(64)?|GetCurrentThreadId|GetLocalTime|"
     r"LoadLibrary[AW]?|GetProcAddress|GetModuleFileName[AW]?|OutputDebugString[AW]?|IsProcessorFeaturePresent|"
     r"DebugBreak|TerminateProcess|MultiByteToWideChar|WideCharToMultiByte|RtlCaptureStackBackTrace|MessageBox[AW]?)\s*\(")
+# The same for the POSIX and C library calls of the host build's OS layer, outside *_posix.c.
+POSIX_API = re.compile(
+    r"\b(mmap|munmap|mprotect|madvise|mincore|pthread_[a-z_]+|sched_yield|syscall|clock_gettime|nanosleep|"
+    r"open|close|read|write|unlink|readlink|getenv|localtime_r|raise|_exit|dladdr|dlopen|dlsym|backtrace|"
+    r"sigaction)\s*\(")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -71,10 +77,12 @@ def check_sources(root):
                 problems.append(f"src/{where}: includes \"{included}\", which does not exist")
             elif RANK[parts[0]] > RANK[layer]:
                 problems.append(f"src/{where}: includes \"{included}\" from the higher layer {parts[0]}")
-        if where not in OS_FILES:
-            for number, line in enumerate(strip_comments(text).split("\n"), 1):
-                match = WINDOWS_API.search(line)
-                if match:
+        allowed = {"windows": name.endswith("_windows.c") or where == ENTRY_FILE,
+                   "posix": name.endswith("_posix.c") or where == ENTRY_FILE}
+        for number, line in enumerate(strip_comments(text).split("\n"), 1):
+            for system, api in (("windows", WINDOWS_API), ("posix", POSIX_API)):
+                match = api.search(line)
+                if match and not allowed[system]:
                     problems.append(f"src/{where}:{number}: calls {match.group(1)}: the OS only through base/os.h")
     return problems
 

@@ -13,6 +13,12 @@ need_install() {
     [ -x /usr/lib/wine/wine64 ] || return 0
     [ -x /usr/lib/wine/wine ] || return 0
     dpkg -s wine32:i386 >/dev/null 2>&1 || return 0
+    # The host-* variants: clang's sanitizer and libFuzzer runtimes (libclang-rt-14-dev).
+    local runtime
+    runtime=$(clang --print-runtime-dir 2>/dev/null) || return 0
+    for library in asan ubsan_standalone tsan fuzzer; do
+        [ -e "$runtime/libclang_rt.$library-x86_64.a" ] || return 0
+    done
     return 1
 }
 
@@ -26,7 +32,7 @@ if [ "$(id -u)" != 0 ]; then
     SUDO=sudo
 fi
 
-echo "setup: installing MinGW-w64, NASM, CMake, Wine (amd64 + i386), LLVM/lld ..." >&2
+echo "setup: installing MinGW-w64, NASM, CMake, Wine (amd64 + i386), LLVM/lld, clang's sanitizers ..." >&2
 export DEBIAN_FRONTEND=noninteractive
 
 if ! dpkg --print-foreign-architectures | grep -qx i386; then
@@ -92,7 +98,7 @@ fi
 # apt's output goes to a log that is shown only when the installation fails.
 log=$(mktemp)
 if ! $SUDO apt-get install -y -qq --no-install-recommends "${downgrade[@]}" \
-    make cmake ninja-build python3 mingw-w64 nasm clang lld llvm \
+    make cmake ninja-build python3 mingw-w64 nasm clang lld llvm libclang-rt-14-dev \
     wine wine64 "${i386_roots[@]}" "${align[@]}" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     rm -f "$log"

@@ -346,7 +346,7 @@ static void debug_mode_traces(void)
  * Unwind tables
  * ---------------------------------------------------------------------------------------------- */
 
-#if TU_WIN64
+#if TU_64BIT
 static void check_unwind_entry(const char *name, uintptr_t address)
 {
     DWORD64 image_base = 0;
@@ -381,7 +381,7 @@ static void check_unwind_entry(const char *name, uintptr_t address)
 static void unwind_tables(void)
 {
     SECTION("unwind-table entries of the asm routines");
-#if TU_WIN64
+#if TU_64BIT
     const struct {
         const char *name;
         uintptr_t address;

@@ -80,7 +80,7 @@ static void check_event(const char *call, const char *name, const void *bad, uns
     const void *pointer = NULL;
     char text[TU_EVENT_TEXT];
     tu_events_last(&kind, &pointer, NULL, text, sizeof text);
-    LONG total = tu_events_total();
+    long total = tu_events_total();
     CHECK_MSG(total == 1, "%s(%s %p): %ld events recorded", call, name, bad, (long)total);
     if (total < 1)
         return;
@@ -152,12 +152,13 @@ static void foreign_memory(void)
     foreign_pointer("NULL", NULL);
 
     SECTION("other heaps");
-    void *heap = HeapAlloc(GetProcessHeap(), 0, 256);
+    /* The process heap on Windows (HeapAlloc), the C library's malloc on the host. */
+    void *heap = tu_foreign_alloc(256);
     if (CHECK(heap != NULL)) {
         memset(heap, 0, 256);
-        foreign_pointer("HeapAlloc", heap);
-        foreign_pointer("HeapAlloc + 16", (char *)heap + 16);
-        CHECK(HeapFree(GetProcessHeap(), 0, heap));
+        foreign_pointer("system heap", heap);
+        foreign_pointer("system heap + 16", (char *)heap + 16);
+        tu_foreign_free(heap);
     }
     void *crt = malloc(100);
     if (CHECK(crt != NULL)) {
@@ -165,16 +166,16 @@ static void foreign_memory(void)
         free(crt);
     }
 
-    SECTION("VirtualAlloc memory");
-    char *va = (char *)VirtualAlloc(NULL, 65536, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    SECTION("memory mapped from the OS");
+    char *va = (char *)tu_os_map(65536);
     if (CHECK(va != NULL)) {
-        foreign_pointer("VirtualAlloc", va);
-        foreign_pointer("VirtualAlloc + 64", va + 64);
-        foreign_pointer("VirtualAlloc + 4096", va + 4096);
+        foreign_pointer("OS mapping", va);
+        foreign_pointer("OS mapping + 64", va + 64);
+        foreign_pointer("OS mapping + 4096", va + 4096);
         memset(va, 0xFF, 65536);
-        foreign_pointer("VirtualAlloc + 64 over 0xFF bytes", va + 64);
-        foreign_pointer("VirtualAlloc + 65520", va + 65520);
-        VirtualFree(va, 0, MEM_RELEASE);
+        foreign_pointer("OS mapping + 64 over 0xFF bytes", va + 64);
+        foreign_pointer("OS mapping + 65520", va + 65520);
+        tu_os_unmap(va, 65536);
     }
 
     SECTION("stack and global addresses");
@@ -316,7 +317,7 @@ static void unmeetable_requests(void)
     CHECK(p == NULL);
     p = fm5_calloc((SIZE_MAX >> (4 * sizeof(size_t))) + 2, (SIZE_MAX >> (4 * sizeof(size_t))) + 2);
     CHECK(p == NULL);
-#if !TU_WIN64
+#if !TU_64BIT
     /* Larger than the free address space of a 32-bit process, without any overflow. */
     p = FastMM_GetMem(0xF0000000u);
     CHECK(p == NULL);
@@ -377,7 +378,7 @@ static void memory_limit(void)
 static void forged_headers(void)
 {
     SECTION("foreign memory with a copy of a real block's header");
-    char *area = (char *)VirtualAlloc(NULL, 4 * 65536, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+    char *area = (char *)tu_os_map(4 * 65536);
     if (!CHECK(area != NULL))
         return;
     for (size_t i = 0; i < 3; i++) {
@@ -389,7 +390,7 @@ static void forged_headers(void)
         snprintf(name, sizeof name, "forged %s block", tu_kind_name(tu_expected_kind(lives[i].size)));
         foreign_pointer(name, forged);
     }
-    VirtualFree(area, 0, MEM_RELEASE);
+    tu_os_unmap(area, 4 * 65536);
 }
 
 

@@ -387,7 +387,7 @@ static void walking(void)
 
 /* ---------------------------------------------------------------------------------------------- */
 
-static DWORD WINAPI contend(LPVOID arg)
+static void contend(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 100000; i++) {
@@ -396,7 +396,6 @@ static DWORD WINAPI contend(LPVOID arg)
         FastMM_FreeMem(p);
         FastMM_FreeMem(q);
     }
-    return 0;
 }
 
 static void contention_counters(void)
@@ -404,13 +403,11 @@ static void contention_counters(void)
     SECTION("contention counters");
     size_t before[3] = {FastMM_SmallBlockThreadContentionCount(), FastMM_MediumBlockThreadContentionCount(),
                         FastMM_LargeBlockThreadContentionCount()};
-    HANDLE threads[6];
+    tu_thread threads[6];
     for (size_t i = 0; i < 6; i++)
-        threads[i] = CreateThread(NULL, 0, contend, NULL, 0, NULL);
-    if (WaitForMultipleObjects(6, threads, TRUE, 60000) == WAIT_TIMEOUT)
+        threads[i] = tu_thread_start(contend, NULL, 0);
+    if (tu_thread_join_all(threads, 6, 60000) != 6)
         tu_abort_stuck("watchdog: contention threads not done after 60 s");
-    for (size_t i = 0; i < 6; i++)
-        CloseHandle(threads[i]);
     size_t after[3] = {FastMM_SmallBlockThreadContentionCount(), FastMM_MediumBlockThreadContentionCount(),
                        FastMM_LargeBlockThreadContentionCount()};
     tu_info("contention: small %zu -> %zu, medium %zu -> %zu, large %zu -> %zu", before[0], after[0], before[1],
@@ -436,20 +433,23 @@ static void event_log(unsigned default_file_mask, unsigned default_debug_mask)
     FastMM_SetOutputDebugStringEvents(0);
 
     /* The default name is the executable's path without its extension, plus a fixed suffix. */
-    char exe[MAX_PATH];
-    DWORD len = GetModuleFileNameA(NULL, exe, sizeof exe);
+    char exe[1024];
+    tu_program_path(exe, sizeof exe);
+    size_t len = strlen(exe);
+    /* The extension fm5 strips: ".exe" on Windows, none for the host's programs. */
+    size_t stem = TU_WINDOWS ? len - 4 : len;
+    char folder_setting[8];
     const char *name = FastMM_GetEventLogFilename();
-    if (CHECK(name != NULL) && len > 4 && len < MAX_PATH && !GetEnvironmentVariableA("FastMMLogFilePath", NULL, 0)) {
-        char expected[MAX_PATH + 64];
-        snprintf(expected, sizeof expected, "%.*s_MemoryManager_EventLog.txt", (int)(len - 4), exe);
-        CHECK_MSG(_stricmp(name, expected) == 0, "default log file \"%s\", expected \"%s\"", name, expected);
+    if (CHECK(name != NULL) && len > 4 && !tu_getenv("FastMMLogFilePath", folder_setting, sizeof folder_setting)) {
+        char expected[1024 + 64];
+        snprintf(expected, sizeof expected, "%.*s_MemoryManager_EventLog.txt", (int)stem, exe);
+        CHECK_MSG(tu_same_path(name, expected), "default log file \"%s\", expected \"%s\"", name, expected);
     }
 
-    char path[MAX_PATH + 64];
-    DWORD tlen = GetTempPathA(MAX_PATH, path);
-    if (!CHECK(tlen > 0 && tlen < MAX_PATH))
-        return;
-    snprintf(path + tlen, sizeof path - tlen, "fm5_test_c_api_%lu.log", (unsigned long)GetCurrentProcessId());
+    char path[1024 + 64];
+    tu_temp_folder(path, 1024);
+    size_t tlen = strlen(path);
+    snprintf(path + tlen, sizeof path - tlen, "fm5_test_c_api_%lu.log", (unsigned long)tu_process_id());
     CHECK_EQ_INT(FastMM_SetEventLogFilename(path), 0);
     name = FastMM_GetEventLogFilename();
     CHECK_MSG(name && strcmp(name, path) == 0, "log file \"%s\", expected \"%s\"", name ? name : "(null)", path);
@@ -472,7 +472,7 @@ static void event_log(unsigned default_file_mask, unsigned default_debug_mask)
                   (void *)local, content);
     }
     CHECK_EQ_INT(FastMM_DeleteEventLogFile(), 1);
-    CHECK(GetFileAttributesA(path) == INVALID_FILE_ATTRIBUTES);
+    CHECK(!tu_file_exists(path));
     CHECK_EQ_INT(FastMM_DeleteEventLogFile(), 0);
 
     /* A path too long for fm5 is refused and changes nothing. */

@@ -121,7 +121,7 @@ static void seed_000(void)
  * the 128 units (2048 bytes) from which a vector checker takes over.
  */
 #define SEED001_POSITIONS 34949u
-#if TU_WIN64
+#if TU_64BIT
 static const size_t seed001_sizes[12] = {2632, 2648, 2728, 2808, 2825, 2906, 2923, 3007, 3031, 3143, 3087, 3211};
 _Static_assert(2632 + 2648 + 2728 + 2808 + 2825 + 2906 + 2923 + 3007 + 3031 + 3143 + 3087 + 3211 ==
                    SEED001_POSITIONS,

@@ -198,10 +198,9 @@ static void byte_balance(const char *when)
 
 /* ---- ModeTransition (#85) --------------------------------------------------------------------- */
 
-static DWORD WINAPI enter_on_other_thread(LPVOID arg)
+static void enter_on_other_thread(void *arg)
 {
-    (void)arg;
-    return (DWORD)FastMM_EnterDebugMode();
+    *(int *)arg = FastMM_EnterDebugMode();
 }
 
 static void mode_transition(void)
@@ -242,12 +241,10 @@ static void mode_transition(void)
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
 
     /* The counter belongs to the process, not to a thread. */
-    HANDLE h = CreateThread(NULL, 0, enter_on_other_thread, NULL, 0, NULL);
+    int code = -1;
+    tu_thread h = tu_thread_start(enter_on_other_thread, &code, 0);
     if (CHECK(h != NULL)) {
-        WaitForSingleObject(h, INFINITE);
-        DWORD code = 0;
-        GetExitCodeThread(h, &code);
-        CloseHandle(h);
+        CHECK(tu_thread_join(h, 60000));
         CHECK_EQ_INT(code, 1);
         CHECK_EQ_INT(FastMM_DebugModeActive(), 1);
         void *t = FastMM_GetMem(24);
@@ -396,11 +393,16 @@ static void fill_bytes(void)
 
 /* ---- header fields ---------------------------------------------------------------------------- */
 
-static DWORD WINAPI allocate_on_other_thread(LPVOID arg)
+typedef struct other_thread_allocation {
+    void *block;
+    uint32_t thread_id;
+} other_thread_allocation;
+
+static void allocate_on_other_thread(void *arg)
 {
-    void **out = (void **)arg;
-    *out = FastMM_GetMem(200);
-    return GetCurrentThreadId();
+    other_thread_allocation *out = (other_thread_allocation *)arg;
+    out->block = FastMM_GetMem(200);
+    out->thread_id = tu_thread_id();
 }
 
 static void header_fields(void)
@@ -412,9 +414,9 @@ static void header_fields(void)
     CHECK_EQ_SIZE(FastMM_GetCurrentAllocationGroup(), 0x5EC7A11u);
 
     unsigned before = FastMM_GetLastAllocationNumber();
-    DWORD t0 = GetTickCount();
+    uint32_t t0 = tu_tick32();
     uint8_t *p = (uint8_t *)FastMM_GetMem(100);
-    DWORD t1 = GetTickCount();
+    uint32_t t1 = tu_tick32();
     if (!CHECK(p != NULL)) {
         exit_debug_mode();
         return;
@@ -425,7 +427,7 @@ static void header_fields(void)
     CHECK_EQ_SIZE(tu_debug_user_size(p), 100);
     CHECK_EQ_INT(tu_debug_flags(p), TU_DEBUG_IN_USE);
     CHECK_EQ_INT(tu_status_word(p), TU_DEBUG_IN_USE);
-    CHECK_EQ_SIZE(tu_debug_header_u32(p, TU_DEBUG_ALLOCATED_BY_OFFSET), GetCurrentThreadId());
+    CHECK_EQ_SIZE(tu_debug_header_u32(p, TU_DEBUG_ALLOCATED_BY_OFFSET), tu_thread_id());
     CHECK_EQ_INT(tu_debug_entry_count(p), TU_DEBUG_DEFAULT_DEPTH);
     uint32_t tick = tu_debug_header_u32(p, TU_DEBUG_TICK_OFFSET);
     CHECK_MSG((uint32_t)(tick - t0) <= (uint32_t)(t1 - t0), "allocation tick %lu outside [%lu, %lu]",
@@ -458,7 +460,7 @@ static void header_fields(void)
     CHECK_EQ_INT(FastMM_FreeMem(p), 0);
     CHECK_EQ_INT(tu_debug_flags(p), TU_DEBUG_FREED);
     CHECK_EQ_INT(tu_status_word(p), TU_DEBUG_FREED);
-    CHECK_EQ_SIZE(tu_debug_header_u32(p, TU_DEBUG_FREED_BY_OFFSET), GetCurrentThreadId());
+    CHECK_EQ_SIZE(tu_debug_header_u32(p, TU_DEBUG_FREED_BY_OFFSET), tu_thread_id());
     CHECK_EQ_PTR(tu_debug_previous_class(p), fake_class);
     CHECK_EQ_SIZE(tu_debug_header_u32(p, TU_DEBUG_NUMBER_OFFSET), before + 1);
     CHECK_EQ_SIZE(tu_debug_user_size(p), 100);
@@ -468,18 +470,16 @@ static void header_fields(void)
               tu_debug_stored_footer_checksum(p), tu_debug_expected_footer_checksum(p));
 
     /* Thread ids: allocated on a worker, freed here. */
-    void *w = NULL;
-    HANDLE h = CreateThread(NULL, 0, allocate_on_other_thread, &w, 0, NULL);
-    if (CHECK(h != NULL)) {
-        WaitForSingleObject(h, INFINITE);
-        DWORD worker_id = 0;
-        GetExitCodeThread(h, &worker_id);
-        CloseHandle(h);
+    other_thread_allocation other = {NULL, 0};
+    tu_thread h = tu_thread_start(allocate_on_other_thread, &other, 0);
+    if (CHECK(h != NULL) && CHECK(tu_thread_join(h, 60000))) {
+        void *w = other.block;
+        uint32_t worker_id = other.thread_id;
         if (CHECK(w != NULL)) {
             CHECK_EQ_SIZE(tu_debug_header_u32(w, TU_DEBUG_ALLOCATED_BY_OFFSET), worker_id);
-            CHECK(worker_id != GetCurrentThreadId());
+            CHECK(worker_id != tu_thread_id());
             CHECK_EQ_INT(FastMM_FreeMem(w), 0);
-            CHECK_EQ_SIZE(tu_debug_header_u32(w, TU_DEBUG_FREED_BY_OFFSET), GetCurrentThreadId());
+            CHECK_EQ_SIZE(tu_debug_header_u32(w, TU_DEBUG_FREED_BY_OFFSET), tu_thread_id());
             CHECK_EQ_SIZE(tu_debug_header_u32(w, TU_DEBUG_ALLOCATED_BY_OFFSET), worker_id);
         }
     }
@@ -740,7 +740,7 @@ static void options_and_depth(void)
 
 /* The function whose frame must show in the allocation trace. Not static, so that its name is in the
  * symbol table; the store after the call keeps the call from becoming a tail jump. */
-void *debug_test_known_allocator(size_t size) __attribute__((noinline, noclone));
+void *debug_test_known_allocator(size_t size) TU_NOINLINE;
 void *volatile debug_test_sink;
 
 void *debug_test_known_allocator(size_t size)
@@ -762,16 +762,16 @@ static void lower_copy(char *dst, size_t dst_size, const char *src, size_t n)
 static void stack_trace(void)
 {
     SECTION("stack trace: the allocating function's module and offset");
-    char path[MAX_PATH];
-    DWORD length = GetModuleFileNameA(NULL, path, sizeof path);
+    char path[1024];
+    tu_program_path(path, sizeof path);
     const char *name = path;
-    for (DWORD i = 0; i < length; i++)
+    for (size_t i = 0; path[i]; i++)
         if (path[i] == '\\' || path[i] == '/')
             name = path + i + 1;
-    char module[MAX_PATH + 4];
+    char module[1024 + 4];
     lower_copy(module, sizeof module, name, strlen(name));
     strcat(module, "+0x");
-    uintptr_t base = (uintptr_t)GetModuleHandleW(NULL);
+    uintptr_t base = tu_program_base();
     uintptr_t start = (uintptr_t)debug_test_known_allocator - base;
     tu_info("%s: function at offset 0x%llx", name, (unsigned long long)start);
 

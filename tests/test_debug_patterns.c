@@ -28,7 +28,12 @@
 /* The routines under test are internal (the DLL exports only the public API), so their sources are
  * compiled into this program. In the NASM build the routines' own names are the asm routines, linked
  * from fm5_asm_routines, and the C sources below provide their twins and what they call. */
+#if TU_WINDOWS
 #include "../src/base/os_windows.c"
+#else
+#include "../src/base/os_posix.c"
+#endif
+#include "../src/base/os_common.c"
 #include "../src/debug/debug_fill.c"
 #include "../src/debug/debug_freed_check.c"
 #include "../src/debug/debug_freed_object.c"
@@ -40,7 +45,7 @@
 /* debug_freed_object.c reports through fm5's event machinery, which lives in the DLL unexported; this
  * stand-in records the report instead. */
 
-static volatile LONG reported_events;
+static tu_atomic_long reported_events;
 static int reported_kind;
 static const char *reported_detail;
 
@@ -50,7 +55,7 @@ void fm5_event_report(int kind, const void *pointer, size_t size, const char *de
     (void)size;
     reported_kind = kind;
     reported_detail = detail;
-    InterlockedIncrement(&reported_events);
+    tu_atomic_increment(&reported_events);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -68,11 +73,11 @@ static uint8_t *window; /* WINDOW_BYTES readable, with no-access pages before an
 
 static int window_create(void)
 {
-    uint8_t *base = (uint8_t *)VirtualAlloc(NULL, WINDOW_BYTES + 2 * PAGE, MEM_RESERVE, PAGE_NOACCESS);
-    if (!base)
+    uint8_t *base = (uint8_t *)tu_os_reserve_inaccessible(NULL, WINDOW_BYTES + 2 * PAGE);
+    if (!base || !tu_os_set_access(base + PAGE, WINDOW_BYTES, 1))
         return 0;
-    window = (uint8_t *)VirtualAlloc(base + PAGE, WINDOW_BYTES, MEM_COMMIT, PAGE_READWRITE);
-    return window != NULL;
+    window = base + PAGE;
+    return 1;
 }
 
 /* A block of `size` bytes at BLOCK_OFFSET + misalignment, filled with `content`, between guards. */
@@ -133,11 +138,11 @@ static void layout(void)
     SECTION("debug block layout");
     CHECK_EQ_SIZE(sizeof(fm5_debug_block_header), 64);
     CHECK_EQ_SIZE(FM5_DEBUG_HEADER_SIZE, 64);
-    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, header_checksum), TU_WIN64 ? 20 : 28);
-    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocation_tick_count), TU_WIN64 ? 24 : 32);
-    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocation_number), TU_WIN64 ? 28 : 36);
-    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, user_size), TU_WIN64 ? 32 : 40);
-    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, previously_used_by_class), TU_WIN64 ? 40 : 44);
+    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, header_checksum), TU_64BIT ? 20 : 28);
+    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocation_tick_count), TU_64BIT ? 24 : 32);
+    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocation_number), TU_64BIT ? 28 : 36);
+    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, user_size), TU_64BIT ? 32 : 40);
+    CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, previously_used_by_class), TU_64BIT ? 40 : 44);
     CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocation_group), 48);
     CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, allocated_by_thread), 52);
     CHECK_EQ_SIZE(offsetof(fm5_debug_block_header, freed_by_thread), 56);
@@ -158,9 +163,9 @@ static void layout(void)
         footer_mismatches += fm5_debug_footer_reserved_offset(n) != expected - 4;
     }
     CHECK_EQ_SIZE(footer_mismatches, 0);
-    CHECK_EQ_SIZE(fm5_debug_footer_size(20), TU_WIN64 ? 328 : 168);
+    CHECK_EQ_SIZE(fm5_debug_footer_size(20), TU_64BIT ? 328 : 168);
     CHECK_EQ_SIZE(fm5_debug_outer_block_size(SIZE_MAX - 10, 20), SIZE_MAX);
-    CHECK_EQ_SIZE(fm5_debug_outer_block_size(SIZE_MAX - 64 - 328, 20), TU_WIN64 ? SIZE_MAX : SIZE_MAX - 160);
+    CHECK_EQ_SIZE(fm5_debug_outer_block_size(SIZE_MAX - 64 - 328, 20), TU_64BIT ? SIZE_MAX : SIZE_MAX - 160);
 
     fm5_debug_block_header *header = (fm5_debug_block_header *)window;
     memset(header, 0, sizeof *header);
@@ -191,7 +196,7 @@ static void checksums(void)
     tu_rng_seed(&rng, SEED);
 
     /* Header: the words after the checksum field (from 24 on Win64, 32 on Win32) up to 64. */
-    const size_t covered_from = TU_WIN64 ? 24 : 32;
+    const size_t covered_from = TU_64BIT ? 24 : 32;
     fm5_debug_block_header header;
     uint8_t *bytes = (uint8_t *)&header;
     for (size_t i = 0; i < sizeof header; i++)
@@ -292,7 +297,7 @@ static void freed_fill(void)
                 const void *first_pointer;
                 memcpy(&first_pointer, user, sizeof first_pointer);
                 ok &= first_pointer == fm5_freed_object_marker();
-                if (!TU_WIN64)
+                if (!TU_64BIT)
                     ok &= memcmp(user + 4, "\x80\x80\x80\x80", 4) == 0;
                 with_marker++;
             }

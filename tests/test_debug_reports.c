@@ -19,31 +19,17 @@
 #define CHILD_EXIT_ENVIRONMENT_WRONG 3
 #define CHILD_EXIT_ALLOCATION_FAILED 4
 
-static char temp_folder[MAX_PATH];
+static char temp_folder[1024];
 
 static void temp_file_name(char *out, size_t out_size, const char *what)
 {
-    snprintf(out, out_size, "%sfm5_debug_reports_%lu_%s.txt", temp_folder, (unsigned long)GetCurrentProcessId(), what);
+    snprintf(out, out_size, "%sfm5_debug_reports_%lu_%s.txt", temp_folder, (unsigned long)tu_process_id(), what);
 }
 
 /* The whole file, NUL-terminated, in CRT memory (never fm5's); NULL when it cannot be read. */
 static char *read_whole_file(const char *path)
 {
-    HANDLE file = CreateFileA(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                              OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
-    if (file == INVALID_HANDLE_VALUE)
-        return NULL;
-    DWORD size = GetFileSize(file, NULL);
-    char *text = size == INVALID_FILE_SIZE ? NULL : (char *)malloc((size_t)size + 1);
-    DWORD got = 0;
-    if (text && (!ReadFile(file, text, size, &got, NULL) || got != size)) {
-        free(text);
-        text = NULL;
-    }
-    CloseHandle(file);
-    if (text)
-        text[size] = 0;
-    return text;
+    return tu_read_file(path);
 }
 
 /* ---- the event log's entries -------------------------------------------------------------------- */
@@ -131,7 +117,11 @@ typedef struct trace_facts {
 
 static trace_facts read_allocation_trace(const char *entry, uintptr_t start)
 {
+#if TU_WINDOWS
     static const char module[] = "test_debug_reports.exe+0x";
+#else
+    static const char module[] = "test_debug_reports+0x";
+#endif
     trace_facts facts = { 0, 0, 0, 0, 0 };
     const char *from = strstr(entry, "Allocated from:");
     const char *dump = from ? strstr(from, "Dump of") : NULL;
@@ -238,7 +228,7 @@ static void check_leak_entry(const log_entries *log, const void *p, size_t size,
 static void leak_report_on_request(void)
 {
     SECTION("FastMM_ReportMemoryLeaks in debug mode, logged to a file");
-    char path[MAX_PATH + 64];
+    char path[1024 + 64];
     temp_file_name(path, sizeof path, "leaks");
     FastMM_SetLogToFileEvents(0);
     FastMM_SetOutputDebugStringEvents(0);
@@ -246,7 +236,7 @@ static void leak_report_on_request(void)
     /* This program holds no fm5 block of its own (its CRT heap is msvcrt's). */
     CHECK_EQ_SIZE(baseline, 0);
     CHECK_EQ_INT(FastMM_SetEventLogFilename(path), 0);
-    DeleteFileA(path);
+    tu_delete_file(path);
     FastMM_SetLogToFileEvents(1u << FastMM_EventMemoryLeak);
     CHECK_EQ_INT(FastMM_GetLogToFileEvents(), 1u << FastMM_EventMemoryLeak);
 
@@ -289,7 +279,7 @@ static void leak_report_on_request(void)
         CHECK_EQ_INT(count_entries_with(&log, "user size 70000,"), 1);
         CHECK_EQ_INT(count_entries_with(&log, "user size 5000,"), 0);
         CHECK_EQ_INT(count_entries_with(&log, "a block allocated outside debug mode was never freed"), 1);
-        uintptr_t start = (uintptr_t)(void *)allocate_three_hundreds - (uintptr_t)GetModuleHandleA(NULL);
+        uintptr_t start = (uintptr_t)(void *)allocate_three_hundreds - tu_program_base();
         check_leak_entry(&log, hundred[1], 100, start);
         check_leak_entry(&log, hundred[2], 100, start);
         check_leak_entry(&log, b70000, 70000, 0);
@@ -336,11 +326,11 @@ static void leak_report_on_request(void)
     CHECK_EQ_INT(FastMM_UnregisterExpectedMemoryLeakBySize(4000, 1), 0);
     CHECK_EQ_INT(FastMM_DeleteEventLogFile(), 1);
     CHECK_EQ_SIZE(FastMM_ReportMemoryLeaks(), baseline);
-    CHECK_MSG(GetFileAttributesA(path) == INVALID_FILE_ATTRIBUTES, "a report without leaks wrote %s", path);
+    CHECK_MSG(!tu_file_exists(path), "a report without leaks wrote %s", path);
 
     FastMM_SetLogToFileEvents(0);
     FastMM_SetEventLogFilename(NULL);
-    DeleteFileA(path);
+    tu_delete_file(path);
 }
 
 /* ---- 2 and 3. leak report at unload, in a child process ----------------------------------------- */
@@ -349,7 +339,7 @@ static void leak_report_on_request(void)
  * two blocks and returns from main without freeing them. */
 static int child_main(const char *log_path)
 {
-    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX | SEM_NOOPENFILEERRORBOX);
+    tu_no_crash_dialogs();
     const char *name = FastMM_GetEventLogFilename();
     if (FastMM_DebugModeActive() != 1 || FastMM_GetDebugModeStackTraceEntryCount() != CHILD_DEPTH || !name ||
         strcmp(name, log_path) != 0)
@@ -367,51 +357,28 @@ static int child_main(const char *log_path)
  * returns its exit code, or -1 when it could not be run or did not end within 30 s. */
 static long run_child(const char *log_path, const char *leak_report)
 {
-    char exe[MAX_PATH];
-    DWORD length = GetModuleFileNameA(NULL, exe, sizeof exe);
-    if (!CHECK(length > 0 && length < sizeof exe))
-        return -1;
     char depth[16];
     snprintf(depth, sizeof depth, "%u", CHILD_DEPTH);
-    SetEnvironmentVariableA("FM5_DEBUG", "1");
-    SetEnvironmentVariableA("FM5_STACK_DEPTH", depth);
-    SetEnvironmentVariableA("FM5_LOG", log_path);
-    SetEnvironmentVariableA("FM5_LEAK_REPORT", leak_report);
-    char command[3 * MAX_PATH + 64];
-    snprintf(command, sizeof command, "\"%s\" --child \"%s\"", exe, log_path);
-    STARTUPINFOA startup;
-    memset(&startup, 0, sizeof startup);
-    startup.cb = sizeof startup;
-    PROCESS_INFORMATION process;
-    memset(&process, 0, sizeof process);
-    BOOL started = CreateProcessA(exe, command, NULL, NULL, FALSE, 0, NULL, NULL, &startup, &process);
-    SetEnvironmentVariableA("FM5_DEBUG", NULL);
-    SetEnvironmentVariableA("FM5_STACK_DEPTH", NULL);
-    SetEnvironmentVariableA("FM5_LOG", NULL);
-    SetEnvironmentVariableA("FM5_LEAK_REPORT", NULL);
-    if (!CHECK_MSG(started, "CreateProcessA(%s) failed, error %lu", command, (unsigned long)GetLastError()))
-        return -1;
-    DWORD waited = WaitForSingleObject(process.hProcess, 30000);
-    DWORD code = 0;
-    long result = -1;
-    if (CHECK_MSG(waited == WAIT_OBJECT_0, "the child did not end within 30 s (wait result %lu)", (unsigned long)waited)) {
-        if (GetExitCodeProcess(process.hProcess, &code))
-            result = (long)code;
-    } else {
-        TerminateProcess(process.hProcess, 99);
-        WaitForSingleObject(process.hProcess, 5000);
-    }
-    CloseHandle(process.hThread);
-    CloseHandle(process.hProcess);
+    tu_setenv("FM5_DEBUG", "1");
+    tu_setenv("FM5_STACK_DEPTH", depth);
+    tu_setenv("FM5_LOG", log_path);
+    tu_setenv("FM5_LEAK_REPORT", leak_report);
+    const char *const arguments[] = { "--child", log_path, NULL };
+    long result = tu_run_self(arguments, NULL, 30000);
+    tu_setenv("FM5_DEBUG", NULL);
+    tu_setenv("FM5_STACK_DEPTH", NULL);
+    tu_setenv("FM5_LOG", NULL);
+    tu_setenv("FM5_LEAK_REPORT", NULL);
+    CHECK_MSG(result >= 0, "the child could not be run or did not end within 30 s");
     return result;
 }
 
 static void leak_report_at_unload(void)
 {
     SECTION("leak report at unload: a child run with FM5_DEBUG=1 FM5_STACK_DEPTH=8 FM5_LOG=<temp file>");
-    char path[MAX_PATH + 64];
+    char path[1024 + 64];
     temp_file_name(path, sizeof path, "child");
-    DeleteFileA(path);
+    tu_delete_file(path);
     long code = run_child(path, NULL);
     CHECK_MSG(code == 0, "child exit code %ld (%d: the environment did not take effect, %d: GetMem failed)", code,
               CHILD_EXIT_ENVIRONMENT_WRONG, CHILD_EXIT_ALLOCATION_FAILED);
@@ -437,21 +404,21 @@ static void leak_report_at_unload(void)
         CHECK_EQ_INT(checked, 2);
         free_entries(&log);
     }
-    DeleteFileA(path);
+    tu_delete_file(path);
 
     SECTION("no leak report at unload with FM5_LEAK_REPORT=0");
     temp_file_name(path, sizeof path, "child_quiet");
-    DeleteFileA(path);
+    tu_delete_file(path);
     code = run_child(path, "0");
     CHECK_MSG(code == 0, "child exit code %ld", code);
     char *text = read_whole_file(path);
     CHECK_MSG(!text || !strstr(text, "Memory leak"), "%s has a leak entry: \"%.500s\"", path, text ? text : "");
     free(text);
-    DeleteFileA(path);
+    tu_delete_file(path);
 
     char value[8];
-    CHECK(GetEnvironmentVariableA("FM5_DEBUG", value, sizeof value) == 0);
-    CHECK(GetEnvironmentVariableA("FM5_LOG", value, sizeof value) == 0);
+    CHECK(tu_getenv("FM5_DEBUG", value, sizeof value) == 0);
+    CHECK(tu_getenv("FM5_LOG", value, sizeof value) == 0);
 }
 
 /* ---- 4. FastMM_LogStateToFile ------------------------------------------------------------------ */
@@ -477,9 +444,9 @@ static int FM5_CALL state_tally_callback(const FastMM_WalkBlockInfo *info, void 
 static void log_state_to_file(void)
 {
     SECTION("FastMM_LogStateToFile");
-    char path[MAX_PATH + 64];
+    char path[1024 + 64];
     temp_file_name(path, sizeof path, "state");
-    DeleteFileA(path);
+    tu_delete_file(path);
     void *small[5], *medium[2];
     for (int i = 0; i < 5; i++)
         small[i] = FastMM_GetMem(100);
@@ -538,7 +505,7 @@ static void log_state_to_file(void)
             CHECK_EQ_INT(FastMM_FreeMem(medium[i]), 0);
     if (debug)
         CHECK_EQ_INT(FastMM_FreeMem(debug), 0);
-    DeleteFileA(path);
+    tu_delete_file(path);
 }
 
 /* ---- 5. WalkBlocks on debug blocks ------------------------------------------------------------- */
@@ -648,9 +615,7 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "--child") == 0)
         return child_main(argv[2]);
     tu_init("test_debug_reports");
-    DWORD length = GetTempPathA(sizeof temp_folder, temp_folder);
-    if (!CHECK(length > 0 && length < sizeof temp_folder))
-        return test_finish();
+    tu_temp_folder(temp_folder, sizeof temp_folder);
     CHECK_EQ_INT(FastMM_DebugModeActive(), 0);
 
     leak_report_on_request();

@@ -29,7 +29,7 @@ static int scan_expect(int corrupted, const void *p, const char *what, size_t n,
     int kind = 0;
     const void *named = NULL;
     tu_events_last(&kind, &named, NULL, NULL, 0);
-    LONG events = tu_events_total();
+    long events = tu_events_total();
     int ok = corrupted ? result == 0 && events == 1 && named == p : result == 1 && events == 0;
     if (!ok) {
         unsigned long *count = corrupted ? &missed : &spurious;

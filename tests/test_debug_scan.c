@@ -294,7 +294,7 @@ static void reuse_quarantine(void)
             handed_out |= blocks[k] == p;
         }
         CHECK_MSG(!handed_out, "%zu bytes: the corrupted freed block was handed out again", n);
-        LONG on_reuse = tu_events_count(FastMM_EventFreedBlockModified);
+        long on_reuse = tu_events_count(FastMM_EventFreedBlockModified);
         CHECK_MSG(on_reuse <= 1 && tu_events_total() == on_reuse, "%zu bytes: %ld events while allocating", n,
                   (long)tu_events_total());
         tu_info("%zu bytes: the corruption was %s", n, on_reuse ? "found on reuse" : "not met on reuse");
@@ -323,12 +323,12 @@ static void reuse_quarantine(void)
 #define RACE_THREADS 4
 #define RACE_SLOTS 48
 
-static volatile LONG race_stop;
-static volatile LONG race_operations;
+static tu_atomic_long race_stop;
+static tu_atomic_long race_operations;
 /* The largest user size whose debug block is a small block. */
 static size_t race_max_size;
 
-static DWORD WINAPI race_worker(LPVOID arg)
+static void race_worker(void *arg)
 {
     unsigned index = (unsigned)(uintptr_t)arg;
     tu_rng rng;
@@ -337,7 +337,7 @@ static DWORD WINAPI race_worker(LPVOID arg)
     size_t sizes[RACE_SLOTS] = {0};
     uint64_t keys[RACE_SLOTS] = {0};
     uint64_t generation = 0;
-    LONG operations = 0;
+    long operations = 0;
     while (!race_stop) {
         unsigned s = (unsigned)tu_rng_below(&rng, RACE_SLOTS);
         if (slots[s]) {
@@ -364,8 +364,7 @@ static DWORD WINAPI race_worker(LPVOID arg)
             CHECK_EQ_INT(FastMM_FreeMem(slots[s]), 0);
         }
     }
-    InterlockedExchangeAdd(&race_operations, operations);
-    return 0;
+    tu_atomic_fetch_add(&race_operations, operations);
 }
 
 static void scan_race(void)
@@ -375,10 +374,10 @@ static void scan_race(void)
     race_stop = 0;
     race_operations = 0;
     race_max_size = tu_debug_max_small_user(FastMM_GetDebugModeStackTraceEntryCount());
-    HANDLE threads[RACE_THREADS];
+    tu_thread threads[RACE_THREADS];
     unsigned started = 0;
     for (unsigned t = 0; t < RACE_THREADS; t++) {
-        threads[t] = CreateThread(NULL, 0, race_worker, (LPVOID)(uintptr_t)t, 0, NULL);
+        threads[t] = tu_thread_start(race_worker, (void *)(uintptr_t)t, 0);
         if (CHECK(threads[t] != NULL))
             started++;
     }
@@ -396,10 +395,9 @@ static void scan_race(void)
             }
         }
     }
-    InterlockedExchange(&race_stop, 1);
+    tu_atomic_exchange(&race_stop, 1);
     for (unsigned t = 0; t < started; t++) {
-        CHECK(WaitForSingleObject(threads[t], 60000) == WAIT_OBJECT_0);
-        CloseHandle(threads[t]);
+        CHECK(tu_thread_join(threads[t], 60000));
     }
     tu_info("%u scans during %ld allocations by %u threads; %u scans reported something", scans,
             (long)race_operations, started, failed_scans);

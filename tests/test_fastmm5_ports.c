@@ -279,8 +279,8 @@ static void double_free_73(size_t size, unsigned kind)
 #define MAILBOX_SLOTS 64
 
 static void *volatile mailbox[MAILBOX_SLOTS];
-static volatile LONG content_errors;
-static volatile LONG blocks_handled;
+static tu_atomic_long content_errors;
+static tu_atomic_long blocks_handled;
 
 /* A mailed block carries its size and key in its first 16 bytes, so the receiver can verify it. */
 static int verify_mailed(const uint8_t *p)
@@ -291,7 +291,7 @@ static int verify_mailed(const uint8_t *p)
     return size >= 16 && size <= STRESS_MAX_SIZE && tu_pattern_find_mismatch(p, 16, (size_t)size, key) == SIZE_MAX;
 }
 
-static DWORD WINAPI stress_thread(LPVOID arg)
+static void stress_thread(void *arg)
 {
     uint64_t id = (uint64_t)(uintptr_t)arg;
     tu_rng r;
@@ -301,48 +301,45 @@ static DWORD WINAPI stress_thread(LPVOID arg)
         size_t size = (size_t)(roll % STRESS_MAX_SIZE) + 1;
         uint8_t *p = (uint8_t *)FastMM_GetMem(size);
         if (!p) {
-            InterlockedIncrement(&content_errors);
+            tu_atomic_increment(&content_errors);
             continue;
         }
         uint64_t key = tu_pattern_key(SEED, id, i);
         tu_pattern_fill(p, size, key);
         if (tu_pattern_find_mismatch(p, 0, size, key) != SIZE_MAX)
-            InterlockedIncrement(&content_errors);
-        InterlockedIncrement(&blocks_handled);
+            tu_atomic_increment(&content_errors);
+        tu_atomic_increment(&blocks_handled);
         if ((roll >> 40) % 8 == 0 && size >= 16) {
             uint64_t s = size;
             memcpy(p, &s, 8);
             memcpy(p + 8, &key, 8);
-            uint8_t *old = (uint8_t *)InterlockedExchangePointer(
-                (PVOID volatile *)&mailbox[(roll >> 48) % MAILBOX_SLOTS], p);
+            uint8_t *old = (uint8_t *)tu_atomic_exchange(
+                (void *volatile *)&mailbox[(roll >> 48) % MAILBOX_SLOTS], p);
             if (old) {
                 if (!verify_mailed(old))
-                    InterlockedIncrement(&content_errors);
+                    tu_atomic_increment(&content_errors);
                 if (FastMM_FreeMem(old) != 0)
-                    InterlockedIncrement(&content_errors);
+                    tu_atomic_increment(&content_errors);
             }
         } else if (FastMM_FreeMem(p) != 0) {
-            InterlockedIncrement(&content_errors);
+            tu_atomic_increment(&content_errors);
         }
     }
-    return 0;
 }
 
 static void multi_thread_stress(void)
 {
     SECTION("MultiThreadStress: 4 threads x 20,000 blocks of up to 70,000 bytes, cross-thread frees");
-    HANDLE threads[STRESS_THREADS];
+    tu_thread threads[STRESS_THREADS];
     for (size_t i = 0; i < STRESS_THREADS; i++) {
-        threads[i] = CreateThread(NULL, 0, stress_thread, (LPVOID)(uintptr_t)(i + 1), 0, NULL);
+        threads[i] = tu_thread_start(stress_thread, (void *)(uintptr_t)(i + 1), 0);
         if (!CHECK(threads[i] != NULL))
             return;
     }
-    if (WaitForMultipleObjects(STRESS_THREADS, threads, TRUE, 120000) == WAIT_TIMEOUT)
+    if (tu_thread_join_all(threads, STRESS_THREADS, 120000) != STRESS_THREADS)
         tu_abort_stuck("watchdog: the stress threads are not done after 120 s: deadlock?");
-    for (size_t i = 0; i < STRESS_THREADS; i++)
-        CloseHandle(threads[i]);
     for (size_t i = 0; i < MAILBOX_SLOTS; i++) {
-        uint8_t *p = (uint8_t *)InterlockedExchangePointer((PVOID volatile *)&mailbox[i], NULL);
+        uint8_t *p = (uint8_t *)tu_atomic_exchange((void *volatile *)&mailbox[i], NULL);
         if (p) {
             CHECK_MSG(verify_mailed(p), "mailed block %p lost its content", (void *)p);
             CHECK_EQ_INT(FastMM_FreeMem(p), 0);

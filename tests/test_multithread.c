@@ -35,12 +35,12 @@ typedef struct block_header {
 #define HEADER_BYTES sizeof(block_header)
 
 static void *volatile exchange[EXCHANGE_SLOTS];
-static volatile LONG operations_done;
-static volatile LONG cross_thread_frees;
-static volatile LONG reallocations;
+static tu_atomic_long operations_done;
+static tu_atomic_long cross_thread_frees;
+static tu_atomic_long reallocations;
 static unsigned operations_per_thread;
 /* Threads wait here until all exist, so that they really run together instead of one after another. */
-static HANDLE start_gate;
+static tu_signal start_gate;
 
 typedef struct local_block {
     uint8_t *p;
@@ -114,7 +114,7 @@ static void free_block(tu_rng *r, local_block *b)
     b->p = NULL;
 }
 
-static DWORD WINAPI worker(LPVOID arg)
+static void worker(void *arg)
 {
     uint64_t id = (uint64_t)(uintptr_t)arg;
     tu_rng r;
@@ -122,7 +122,7 @@ static DWORD WINAPI worker(LPVOID arg)
     local_block local[LOCAL_SLOTS];
     memset(local, 0, sizeof local);
     uint64_t generation = 0;
-    WaitForSingleObject(start_gate, INFINITE);
+    tu_signal_wait(&start_gate, ROUND_TIMEOUT_MS);
 
     for (unsigned op = 0; op < operations_per_thread; op++) {
         local_block *b = &local[tu_rng_below(&r, LOCAL_SLOTS)];
@@ -147,15 +147,15 @@ static DWORD WINAPI worker(LPVOID arg)
             } else if (action < 75 && b->size >= HEADER_BYTES) {
                 /* Swap with a shared slot: what comes back is another thread's block, to be resized or
                  * freed here later. */
-                uint8_t *got = (uint8_t *)InterlockedExchangePointer(
-                    (PVOID volatile *)&exchange[tu_rng_below(&r, EXCHANGE_SLOTS)], b->p);
+                uint8_t *got = (uint8_t *)tu_atomic_exchange(
+                    (void *volatile *)&exchange[tu_rng_below(&r, EXCHANGE_SLOTS)], b->p);
                 b->p = NULL;
                 if (got) {
                     local_block received;
                     if (adopt(got, &received) && verify(&received, "received")) {
                         if (tu_rng_below(&r, 2) == 0) {
                             free_block(&r, &received);
-                            InterlockedIncrement(&cross_thread_frees);
+                            tu_atomic_increment(&cross_thread_frees);
                         } else {
                             *b = received;
                         }
@@ -186,22 +186,21 @@ static DWORD WINAPI worker(LPVOID arg)
                 b->size = n;
                 b->key = tu_pattern_key(SEED, id, ++generation);
                 fill(b);
-                InterlockedIncrement(&reallocations);
+                tu_atomic_increment(&reallocations);
             }
         }
-        InterlockedIncrement(&operations_done);
+        tu_atomic_increment(&operations_done);
     }
     for (size_t i = 0; i < LOCAL_SLOTS; i++) {
         if (local[i].p && verify(&local[i], "at thread exit"))
             free_block(&r, &local[i]);
     }
-    return 0;
 }
 
 static void drain_exchange(void)
 {
     for (size_t i = 0; i < EXCHANGE_SLOTS; i++) {
-        uint8_t *p = (uint8_t *)InterlockedExchangePointer((PVOID volatile *)&exchange[i], NULL);
+        uint8_t *p = (uint8_t *)tu_atomic_exchange((void *volatile *)&exchange[i], NULL);
         local_block b;
         if (p && adopt(p, &b) && verify(&b, "left in the exchange"))
             CHECK_EQ_INT(FastMM_FreeMem(p), 0);
@@ -216,32 +215,26 @@ static void round_of(unsigned threads, size_t baseline_bytes, size_t baseline_bl
     operations_per_thread = TOTAL_OPERATIONS_PER_ROUND / threads;
     operations_done = 0;
     cross_thread_frees = 0;
-    HANDLE handles[64];
+    tu_thread handles[64];
     unsigned started = 0;
-    start_gate = CreateEventA(NULL, TRUE, FALSE, NULL);
-    if (!CHECK(start_gate != NULL))
-        return;
+    start_gate.raised = 0;
     for (unsigned i = 0; i < threads; i++) {
-        handles[i] = CreateThread(NULL, 64 * 1024, worker, (LPVOID)(uintptr_t)(threads * 1000 + i), 0, NULL);
-        if (!CHECK_MSG(handles[i] != NULL, "CreateThread %u failed", i))
+        handles[i] = tu_thread_start(worker, (void *)(uintptr_t)(threads * 1000 + i), 64 * 1024);
+        if (!CHECK_MSG(handles[i] != NULL, "thread %u could not be started", i))
             break;
         started++;
     }
     unsigned long long t0 = tu_ms();
-    SetEvent(start_gate);
-    DWORD w = WaitForMultipleObjects(started, handles, TRUE, ROUND_TIMEOUT_MS);
-    if (w == WAIT_TIMEOUT) {
+    tu_signal_raise(&start_gate);
+    if (tu_thread_join_all(handles, started, ROUND_TIMEOUT_MS) != started) {
         char what[160];
         snprintf(what, sizeof what, "watchdog: %u threads not done after %u s (%ld of %u operations): deadlock?",
                  threads, ROUND_TIMEOUT_MS / 1000, (long)operations_done, started * operations_per_thread);
         tu_abort_stuck(what);
     }
-    for (unsigned i = 0; i < started; i++)
-        CloseHandle(handles[i]);
-    CloseHandle(start_gate);
     tu_info("%ld operations, %ld cross-thread frees in %llu ms", (long)operations_done, (long)cross_thread_frees,
             tu_ms() - t0);
-    CHECK_EQ_INT(operations_done, (LONG)(started * operations_per_thread));
+    CHECK_EQ_INT(operations_done, (long)(started * operations_per_thread));
     CHECK(cross_thread_frees > 0);
     drain_exchange();
     CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);

@@ -11,7 +11,7 @@
  *   large  (usable U): U/2 <= new <= U stays in place; smaller moves; new > U grows in place when the
  *          address range after the block is free, and otherwise moves to a block of max(new, 1.25U).
  *
- * In-place claims about growth are made only where a walk (medium) or VirtualQuery (large) shows the
+ * In-place claims about growth are made only where a walk (medium) or the OS (large) shows the
  * neighbour's state; every move must preserve the first min(old, new) bytes. A chain of reallocations
  * crosses the kinds small -> medium -> large -> medium -> small, and a request that cannot be met
  * returns NULL and leaves the block as it was.
@@ -349,12 +349,11 @@ static void medium_rules(void)
 
 static int range_is_free(const void *address, size_t *free_bytes)
 {
-    MEMORY_BASIC_INFORMATION mbi;
-    if (VirtualQuery(address, &mbi, sizeof mbi) != sizeof mbi)
-        return 0;
+    /* At least one 64 KB granule: a smaller gap can hold no mapping of fm5's. */
+    size_t bytes = tu_os_free_bytes_at(address, (size_t)64 << 20) & ~(size_t)0xFFFF;
     if (free_bytes)
-        *free_bytes = mbi.RegionSize & ~(size_t)0xFFFF;
-    return mbi.State == MEM_FREE;
+        *free_bytes = bytes;
+    return bytes != 0;
 }
 
 static uint8_t *large_end(const block *b)
@@ -400,7 +399,7 @@ static void large_shrink(void)
 static void large_grow(void)
 {
     /* Two blocks are likely adjacent (fm5 takes address space from one end); freeing the one above the
-     * other leaves the range after the lower one free. Only what VirtualQuery shows is relied on. */
+     * other leaves the range after the lower one free. Only what the OS shows is relied on. */
     block a, b;
     if (!make(&a, 1000000) || !make(&b, 1000000))
         return;
@@ -444,7 +443,7 @@ static void large_grow(void)
         return;
     void *guard = NULL;
     if (range_is_free(large_end(&g), NULL))
-        guard = VirtualAlloc(large_end(&g), 65536, MEM_RESERVE, PAGE_NOACCESS);
+        guard = tu_os_reserve_inaccessible(large_end(&g), 65536);
     if (CHECK_MSG(!range_is_free(large_end(&g), NULL), "could not occupy the range after %p", g.p)) {
         size_t U = g.usable;
         void *p = g.p;
@@ -457,7 +456,7 @@ static void large_grow(void)
     }
     release(&g);
     if (guard)
-        VirtualFree(guard, 0, MEM_RELEASE);
+        tu_os_unmap(guard, 65536);
 
     /* Growth far past 1.25U gets what was asked for. */
     if (make(&g, 700000)) {
@@ -539,7 +538,7 @@ int main(void)
     large_shrink();
     large_grow();
     cross_kinds();
-    LONG events_before_failures = tu_events_total();
+    long events_before_failures = tu_events_total();
     failures();
 
     SECTION("nothing left allocated");

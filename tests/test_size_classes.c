@@ -152,10 +152,10 @@ static void small_classes(void)
 
     /* The class list itself: the number of classes and the class a few sizes land in, spelled out
      * so that a mistake shared by the table above and fm5 still shows up somewhere. */
-    CHECK_EQ_SIZE(TU_SMALL_CLASS_COUNT, TU_WIN64 ? 51 : 61);
-    CHECK_EQ_SIZE(tu_expected_usable(0, TU_DEFAULT_ALIGNMENT), TU_WIN64 ? 14 : 6);
+    CHECK_EQ_SIZE(TU_SMALL_CLASS_COUNT, TU_64BIT ? 51 : 61);
+    CHECK_EQ_SIZE(tu_expected_usable(0, TU_DEFAULT_ALIGNMENT), TU_64BIT ? 14 : 6);
     CHECK_EQ_SIZE(tu_expected_usable(7, TU_DEFAULT_ALIGNMENT), 14);
-    CHECK_EQ_SIZE(tu_expected_usable(20, TU_DEFAULT_ALIGNMENT), TU_WIN64 ? 30 : 22);
+    CHECK_EQ_SIZE(tu_expected_usable(20, TU_DEFAULT_ALIGNMENT), TU_64BIT ? 30 : 22);
     CHECK_EQ_SIZE(tu_expected_usable(161, TU_DEFAULT_ALIGNMENT), 174);
     CHECK_EQ_SIZE(tu_expected_usable(351, TU_DEFAULT_ALIGNMENT), 382);
     CHECK_EQ_SIZE(tu_expected_usable(1343, TU_DEFAULT_ALIGNMENT), 1470);

@@ -10,6 +10,9 @@
 #include "blocks/large_blocks.h"
 #include "debug/debug_blocks.h"
 #include "reports/leak_report.h"
+#ifdef FM5_WINDOWS
+#include <windows.h>
+#endif
 
 static volatile int32_t initialized;
 
@@ -60,7 +63,7 @@ void fm5_initialize(void)
     apply_environment_settings();
 }
 
-#ifndef FM5_STATIC
+#if defined(FM5_WINDOWS) && !defined(FM5_STATIC)
 BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
 {
     (void)instance;
@@ -70,5 +73,17 @@ BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
     else if (reason == DLL_PROCESS_DETACH)
         fm5_report_leaks_at_shutdown();
     return TRUE;
+}
+#endif
+#if defined(FM5_POSIX) && !defined(FM5_STATIC)
+/* The shared object's load and unload, as DllMain's process attach and detach. */
+__attribute__((constructor)) static void fm5_load(void)
+{
+    fm5_initialize();
+}
+
+__attribute__((destructor)) static void fm5_unload(void)
+{
+    fm5_report_leaks_at_shutdown();
 }
 #endif

@@ -3,7 +3,7 @@
 #include "base/address_map.h"
 #include "base/os.h"
 
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
 
 static uint8_t *granule_slot(uintptr_t address)
@@ -26,7 +26,7 @@ static uint8_t *granule_slot(uintptr_t address)
         if (fm5_cas_ptr((void *volatile *)leaf_slot, NULL, fresh)) {
             leaf = fresh;
         } else {
-            fm5_os_unmap(fresh);
+            fm5_os_unmap(fresh, (size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT), 1);
             leaf = *leaf_slot;
         }
     }
@@ -34,12 +34,17 @@ static uint8_t *granule_slot(uintptr_t address)
 }
 #endif
 
+/* When a leaf cannot be mapped, the granules already marked are unmarked again (their leaves exist),
+ * so that a failed add leaves the map as it was. */
 static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
 {
     for (uintptr_t a = start; a < start + size; a += (uintptr_t)1 << FM5_GRANULE_SHIFT) {
         uint8_t *slot = granule_slot(a);
-        if (!slot)
+        if (!slot) {
+            for (uintptr_t b = start; b < a; b += (uintptr_t)1 << FM5_GRANULE_SHIFT)
+                *granule_slot(b) = FM5_GRANULE_NOT_OURS;
             return 0;
+        }
         *slot = a == start ? first : rest;
     }
     return 1;

@@ -16,7 +16,7 @@ enum fm5_granule_owner {
 #define FM5_GRANULE_SHIFT 16
 #define FM5_LEAF_SHIFT 32
 
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 extern uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
 
 FM5_INLINE unsigned fm5_granule_owner(uintptr_t address)

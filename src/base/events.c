@@ -36,6 +36,7 @@ const char *fm5_event_kind_name(int kind)
     case FastMM_EventVirtualCallOnFreedObject: return "Virtual method called on a freed object";
     case FastMM_EventMemoryLeak: return "Memory leak";
     case FastMM_EventDebugModeReport: return "Debug mode report";
+    case FastMM_EventReleaseFailed: return "Memory release refused";
     default: return "Event";
     }
 }

@@ -8,7 +8,7 @@
 static volatile size_t usage_current;
 static size_t usage_limit;
 static volatile int32_t limit_grace_used;
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 /* On Win32 address space runs out before memory does; a reserve released on the first failure
  * leaves room for the program to handle the error. */
 static void *volatile emergency_reserve;
@@ -16,7 +16,7 @@ static void *volatile emergency_reserve;
 
 void fm5_memory_initialize(void)
 {
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
     if (!emergency_reserve)
         emergency_reserve = fm5_os_reserve_inaccessible(NULL, EMERGENCY_RESERVE_BYTES);
 #endif
@@ -50,11 +50,11 @@ void *fm5_memory_map(size_t size, int top_down)
         return NULL;
     }
     void *p = fm5_os_map(size, top_down);
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
     if (!p) {
         void *reserve = __atomic_exchange_n(&emergency_reserve, NULL, __ATOMIC_ACQ_REL);
         if (reserve) {
-            fm5_os_unmap(reserve);
+            fm5_os_unmap(reserve, EMERGENCY_RESERVE_BYTES, 1);
             p = fm5_os_map(size, top_down);
         }
     }
@@ -76,10 +76,16 @@ int fm5_memory_map_at(void *address, size_t size)
     return 0;
 }
 
-void fm5_memory_unmap(void *base, size_t size)
+int fm5_memory_unmap(void *base, size_t size, unsigned mappings)
 {
-    fm5_os_unmap(base);
-    refund_usage(size);
+    if (fm5_os_unmap(base, size, mappings)) {
+        refund_usage(size);
+        return 1;
+    }
+    /* Still mapped, so still counted: the usage figure stays what the OS holds for fm5. */
+    fm5_event_report(FastMM_EventReleaseFailed, base, size,
+                     "the operating system refused to take memory back; it stays mapped and counted");
+    return 0;
 }
 
 size_t fm5_memory_usage(void)

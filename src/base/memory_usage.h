@@ -15,8 +15,10 @@ void *fm5_memory_map(size_t size, int top_down);
  * be passed; nothing is reported: the caller falls back to moving the block. */
 int fm5_memory_map_at(void *address, size_t size);
 
-/* Unmaps one mapping of `size` bytes made by fm5_memory_map or fm5_memory_map_at. */
-void fm5_memory_unmap(void *base, size_t size);
+/* Unmaps `size` bytes from `base`: `mappings` adjacent mappings, the first made by fm5_memory_map and
+ * the rest by fm5_memory_map_at. Returns 0 (and reports FastMM_EventReleaseFailed) when the OS refused:
+ * the bytes then stay mapped and counted in the usage, and fm5 no longer uses them. */
+int fm5_memory_unmap(void *base, size_t size, unsigned mappings);
 
 /* Bytes mapped now. */
 size_t fm5_memory_usage(void);

@@ -1,6 +1,8 @@
 /* The operating system, behind one small interface: memory, time, threads, files, the environment and
- * the processor. base/os_windows.c is its only implementation, and the only file of fm5 that calls the
- * Windows API, except debug/stack_trace.c (stack capture and symbol names) and api/startup.c (DllMain).
+ * the processor. Two files implement it: base/os_windows.c for the shipped DLLs and base/os_posix.c
+ * for the host build that runs the tests under the sanitizers; where the two builds differ, the
+ * difference is here and nowhere else. Besides them only the files named *_windows.c or *_posix.c
+ * (stack traces) and api/startup.c (DllMain, or the loader's constructor) reach the system.
  *
  * Nothing here allocates from fm5, takes an fm5 lock or reports an event: every layer may call it,
  * including the event code and the managers while they hold their locks. */
@@ -9,7 +11,8 @@
 
 #include "base/platform.h"
 
-/* Windows hands out address space in 64 KB granules: every region fm5 maps starts on one. */
+/* Windows hands out address space in 64 KB granules: every region fm5 maps starts on one, on the host
+ * too (os_posix.c trims its mappings to it), so that both builds share one address map. */
 #define FM5_OS_GRANULARITY 65536u
 
 /* A timeout that never expires. */
@@ -20,18 +23,31 @@
 /* Reserves and commits `size` bytes (a multiple of FM5_OS_GRANULARITY), zero-filled, at an address the
  * OS picks (the highest free one when `top_down`). NULL when the OS refuses. */
 void *fm5_os_map(size_t size, int top_down);
-/* The same exactly at `address`; 0 when that range is not free. */
+/* The same exactly at `address`; 0 when that range is not wholly free (or the OS refuses). */
 int fm5_os_map_at(void *address, size_t size);
-/* Gives back one whole mapping made by fm5_os_map or fm5_os_map_at. */
-void fm5_os_unmap(void *base);
-/* Bytes from `address` to the end of the mapping that holds it (a mapping grown by fm5_os_map_at is
- * several), or 0 if none holds it. */
-size_t fm5_os_mapping_size_at(void *address);
-/* Bytes of free address space from `address` on (0 if `address` is not free). */
-size_t fm5_os_free_range_at(void *address);
+/* Gives back `size` bytes from `base`: `mappings` adjacent mappings, the first made by fm5_os_map and
+ * the rest by fm5_os_map_at (a large block grown in place). Returns 0 when the OS refused; the memory
+ * is then still mapped. */
+int fm5_os_unmap(void *base, size_t size, unsigned mappings);
 /* Reserves `size` bytes without access, at `address` or (NULL) where the OS picks, so that a use of
  * a pointer into them faults. Returns the base, or NULL if the range was not free. */
 void *fm5_os_reserve_inaccessible(void *address, size_t size);
+
+/* Failure injection, for the tests and the fuzzer: the OS layer refuses calls of the kinds in `kinds`
+ * (FM5_OS_FAULT_*), the `nth` call from now (1: the next one; 0: none by count) and, independently,
+ * each call with probability `per_million` / 1e6 drawn from `seed`. A refused call changes nothing,
+ * exactly as a real refusal would. fm5_os_fault_injection(0, 0, 0, 0) turns it off; it starts off.
+ * Returns the number of calls refused since the previous setting. */
+enum {
+    FM5_OS_FAULT_MAP = 1,        /* fm5_os_map: reserve and commit */
+    FM5_OS_FAULT_MAP_AT = 2,     /* fm5_os_map_at: growth in place */
+    FM5_OS_FAULT_UNMAP = 4,      /* fm5_os_unmap: release */
+    FM5_OS_FAULT_ALL = 7
+};
+uint32_t fm5_os_fault_injection(unsigned kinds, uint32_t nth, uint32_t per_million, uint64_t seed);
+/* What the OS layer calls first: 1 when this call of `kind` must be refused. One relaxed load when
+ * injection is off. */
+int fm5_os_fault_due(unsigned kind);
 
 /* ---- threads and time -------------------------------------------------------------------------- */
 

@@ -2,16 +2,21 @@
  * environment and the processor. */
 #include "base/os.h"
 #include "base/text_builder.h"
+#include <windows.h>
 
 /* ---- memory ------------------------------------------------------------------------------------ */
 
 void *fm5_os_map(size_t size, int top_down)
 {
+    if (fm5_os_fault_due(FM5_OS_FAULT_MAP))
+        return NULL;
     return VirtualAlloc(NULL, size, MEM_RESERVE | MEM_COMMIT | (top_down ? MEM_TOP_DOWN : 0), PAGE_READWRITE);
 }
 
 int fm5_os_map_at(void *address, size_t size)
 {
+    if (fm5_os_fault_due(FM5_OS_FAULT_MAP_AT))
+        return 0;
     void *p = VirtualAlloc(address, size, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
     if (p == address)
         return 1;
@@ -20,26 +25,31 @@ int fm5_os_map_at(void *address, size_t size)
     return 0;
 }
 
-void fm5_os_unmap(void *base)
+/* MEM_RELEASE takes back one VirtualAlloc at a time, so a range of several is released allocation by
+ * allocation; VirtualQuery never reports a region that crosses the boundary between two of them. */
+int fm5_os_unmap(void *base, size_t size, unsigned mappings)
 {
-    VirtualFree(base, 0, MEM_RELEASE);
-}
-
-/* VirtualQuery never reports a region that crosses the boundary between two allocations. */
-size_t fm5_os_mapping_size_at(void *address)
-{
-    MEMORY_BASIC_INFORMATION info;
-    if (VirtualQuery(address, &info, sizeof info) != sizeof info || info.State == MEM_FREE)
+    if (fm5_os_fault_due(FM5_OS_FAULT_UNMAP))
         return 0;
-    return info.RegionSize - (size_t)((char *)address - (char *)info.BaseAddress);
-}
-
-size_t fm5_os_free_range_at(void *address)
-{
-    MEMORY_BASIC_INFORMATION info;
-    if (VirtualQuery(address, &info, sizeof info) != sizeof info || info.State != MEM_FREE)
-        return 0;
-    return info.RegionSize - (size_t)((char *)address - (char *)info.BaseAddress);
+    if (mappings == 1)
+        return VirtualFree(base, 0, MEM_RELEASE) != 0;
+    char *address = (char *)base;
+    char *end = address + size;
+    while (address < end) {
+        size_t allocation = 0;
+        for (char *region = address; region < end;) {
+            MEMORY_BASIC_INFORMATION part;
+            if (VirtualQuery(region, &part, sizeof part) != sizeof part || part.State == MEM_FREE ||
+                part.AllocationBase != address)
+                break;
+            allocation += part.RegionSize;
+            region += part.RegionSize;
+        }
+        if (allocation == 0 || !VirtualFree(address, 0, MEM_RELEASE))
+            return 0;
+        address += allocation;
+    }
+    return 1;
 }
 
 void *fm5_os_reserve_inaccessible(void *address, size_t size)
@@ -67,18 +77,6 @@ uint32_t fm5_os_thread_id(void)
 void fm5_os_debug_break(void)
 {
     DebugBreak();
-}
-
-int fm5_lock_with_timeout(fm5_lock *lock, uint32_t timeout_ms)
-{
-    uint32_t start = fm5_os_tick_ms();
-    for (;;) {
-        if (fm5_try_lock(lock))
-            return 1;
-        if (timeout_ms != FM5_WAIT_FOREVER && fm5_os_tick_ms() - start >= timeout_ms)
-            return 0;
-        fm5_os_yield();
-    }
 }
 
 void fm5_os_get_local_time(fm5_os_local_time *time)

@@ -1,18 +1,28 @@
-/* Compiler, architecture and atomics shared by every part of fm5. */
+/* Compiler, architecture and atomics shared by every part of fm5. Nothing here names an operating
+ * system's API: that is base/os.h's job (os_windows.c for the DLLs, os_posix.c for the host build that
+ * runs the tests under the sanitizers). */
 #ifndef FM5_PLATFORM_H
 #define FM5_PLATFORM_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <windows.h>
 #include "base/checked.h"
 
+/* The layout follows the pointer size: FM5_32BIT is Win32's (8-byte steps, a flat address map),
+ * FM5_64BIT Win64's, which the x86-64 host build shares. */
 #if UINTPTR_MAX == 0xFFFFFFFFu
-#  define FM5_WIN32 1
+#  define FM5_32BIT 1
 #  define FM5_POINTER_SIZE 4
 #else
-#  define FM5_WIN64 1
+#  define FM5_64BIT 1
 #  define FM5_POINTER_SIZE 8
+#endif
+
+/* Which OS layer the build has: FM5_WINDOWS (the shipped DLLs) or FM5_POSIX (the host build). */
+#ifdef _WIN32
+#  define FM5_WINDOWS 1
+#else
+#  define FM5_POSIX 1
 #endif
 
 #define FM5_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -34,7 +44,13 @@ typedef volatile int32_t fm5_lock;
 
 FM5_INLINE int fm5_try_lock(fm5_lock *lock)
 {
-    return *lock == 0 && __atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) == 0;
+    return __atomic_load_n(lock, __ATOMIC_RELAXED) == 0 && __atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* Whether the lock is held now: a hint for choosing an arena, stale as soon as it is read. */
+FM5_INLINE int fm5_lock_is_held(const fm5_lock *lock)
+{
+    return __atomic_load_n(lock, __ATOMIC_RELAXED) != 0;
 }
 
 FM5_INLINE void fm5_unlock(fm5_lock *lock)

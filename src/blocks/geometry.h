@@ -21,7 +21,7 @@
 #define FM5_MAXIMUM_SMALL_USER_SIZE (FM5_MAXIMUM_SMALL_BLOCK_SIZE - FM5_SMALL_HEADER_SIZE)
 
 /* Size classes step by the minimum alignment; Win32 has more of them because its step is 8 bytes. */
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 #  define FM5_SMALL_GRANULARITY_SHIFT 3
 #  define FM5_SMALL_CLASS_COUNT 61
 #  define FM5_DEFAULT_MINIMUM_ALIGNMENT 8u

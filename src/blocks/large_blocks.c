@@ -17,22 +17,9 @@ static size_t region_size_for(size_t user_size)
 static void release_regions(fm5_large_header *header)
 {
     size_t size = header->block_size;
-    uint32_t segments = header->segment_count;
     fm5_address_map_remove(header, size);
-    if (segments == 1) {
-        fm5_memory_unmap(header, size);
-        return;
-    }
-    /* A block grown in place is several mappings; each must be unmapped on its own. */
-    char *address = (char *)header;
-    char *end = address + size;
-    while (address < end) {
-        size_t mapping = fm5_os_mapping_size_at(address);
-        if (!mapping)
-            return;
-        fm5_memory_unmap(address, mapping);
-        address += mapping;
-    }
+    /* A block grown in place is several mappings (segment_count); the OS layer releases each. */
+    fm5_memory_unmap(header, size, header->segment_count);
 }
 
 /* The arena skeleton's release steps run under the lock and only unlink: the unmapping happens after
@@ -95,7 +82,7 @@ void *fm5_large_get_mem(size_t user_size)
     if (!header)
         return NULL;
     if (!fm5_address_map_add(header, size, FM5_GRANULE_LARGE_BLOCK)) {
-        fm5_memory_unmap(header, size);
+        fm5_memory_unmap(header, size, 1);
         return NULL;
     }
     header->block_size = size;
@@ -134,20 +121,19 @@ int fm5_large_resize_in_place(void *user, size_t new_user_size)
     if (new_user_size > SIZE_MAX - 2 * FM5_OS_GRANULARITY)
         return 0;
     char *end = (char *)header + header->block_size;
-    size_t free_after = fm5_os_free_range_at(end);
-    if (free_after < new_user_size - available)
-        return 0;
-    /* Claim a quarter more than asked when the range allows, so that repeated growth rarely moves. */
-    size_t target = available + available / 4;
-    if (target < new_user_size)
-        target = new_user_size;
-    size_t extra = fm5_round_up(target - available, FM5_OS_GRANULARITY);
-    if (extra > free_after)
-        extra = fm5_round_up(new_user_size - available, FM5_OS_GRANULARITY);
-    if (!fm5_memory_map_at(end, extra))
-        return 0;
+    /* Claim a quarter more than asked when the address space after the block is free, so that repeated
+     * growth rarely moves; else just what was asked, if that much is free. */
+    size_t needed = fm5_round_up(new_user_size - available, FM5_OS_GRANULARITY);
+    size_t generous = available / 4 > new_user_size - available
+                          ? fm5_round_up(available / 4, FM5_OS_GRANULARITY) : needed;
+    size_t extra = generous;
+    if (!fm5_memory_map_at(end, extra)) {
+        extra = needed;
+        if (extra == generous || !fm5_memory_map_at(end, extra))
+            return 0;
+    }
     if (!fm5_address_map_extend(end, extra)) {
-        fm5_memory_unmap(end, extra);
+        fm5_memory_unmap(end, extra, 1);
         return 0;
     }
     /* The walker reads these fields under the arena lock. */

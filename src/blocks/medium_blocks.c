@@ -44,14 +44,22 @@ size_t fm5_medium_block_size_for(size_t user_size)
     return BIN_GROUP_3_START + fm5_round_up(size - BIN_GROUP_3_START, 1024);
 }
 
-/* The size of the blocks bin `bin` serves: the smallest block it may hold. */
-static size_t bin_size(unsigned bin)
+/* The size of the blocks bin `bin` serves: the smallest block it may hold (read only by asserts, which
+ * clang sees as no use in unchecked builds). */
+static __attribute__((unused)) size_t bin_size(unsigned bin)
 {
     if (bin < FM5_MEDIUM_BIN_GROUP_2_FIRST_BIN)
         return BIN_GROUP_1_START + (size_t)bin * 256;
     if (bin < FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN)
         return BIN_GROUP_2_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_2_FIRST_BIN) * 512;
     return BIN_GROUP_3_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN) * 1024;
+}
+
+/* The bitmaps change only under the lock, but may_have_block reads them without it: each word is
+ * stored whole (relaxed atomic, a plain store on x86), so that the peek sees an old or a new value. */
+static void publish_bitmap(uint32_t *word, uint32_t value)
+{
+    __atomic_store_n(word, value, __ATOMIC_RELAXED);
 }
 
 static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
@@ -65,8 +73,8 @@ static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block
     if (first)
         first->prev = block;
     manager->bins[bin] = block;
-    manager->bin_bitmaps[bin / 32] |= 1u << (bin % 32);
-    manager->group_bitmap |= 1u << (bin / 32);
+    publish_bitmap(&manager->bin_bitmaps[bin / 32], manager->bin_bitmaps[bin / 32] | 1u << (bin % 32));
+    publish_bitmap(&manager->group_bitmap, manager->group_bitmap | 1u << (bin / 32));
 }
 
 static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
@@ -76,9 +84,9 @@ static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block
         block->next->prev = block->prev;
     unsigned bin = bin_for_free_block(size);
     if (!manager->bins[bin]) {
-        manager->bin_bitmaps[bin / 32] &= ~(1u << (bin % 32));
+        publish_bitmap(&manager->bin_bitmaps[bin / 32], manager->bin_bitmaps[bin / 32] & ~(1u << (bin % 32)));
         if (!manager->bin_bitmaps[bin / 32])
-            manager->group_bitmap &= ~(1u << (bin / 32));
+            publish_bitmap(&manager->group_bitmap, manager->group_bitmap & ~(1u << (bin / 32)));
     }
     FM5_ASSERT(((manager->bin_bitmaps[bin / 32] >> (bin % 32)) & 1) == (manager->bins[bin] != NULL));
 }
@@ -163,7 +171,7 @@ static void release_span(fm5_medium_manager *manager, fm5_medium_span *span)
     }
     size_t size = span->span_size;
     fm5_address_map_remove(span, size);
-    fm5_memory_unmap(span, size);
+    fm5_memory_unmap(span, size, 1);
 }
 
 /* What is left of the feed span becomes an ordinary free block. The block just above the feed point is
@@ -195,7 +203,7 @@ static int add_feed_span(fm5_medium_manager *manager)
     if (!span)
         return 0;
     if (!fm5_address_map_add(span, size, FM5_GRANULE_MEDIUM_SPAN)) {
-        fm5_memory_unmap(span, size);
+        fm5_memory_unmap(span, size, 1);
         return 0;
     }
     retire_feed_span(manager);
@@ -279,9 +287,14 @@ static void release_queued(void *manager, void *block)
     free_locked(manager, block);
 }
 
+/* A peek without the lock, to pass over arenas with nothing that fits: the words may be changing, so
+ * it only tests them (no bit scan of a word that may read as 0), and a wrong guess costs a lock. */
 static int may_have_block(const fm5_medium_manager *manager, unsigned bin)
 {
-    return manager->gate.pending_free_list || first_bin_with_block(manager, bin) >= 0;
+    unsigned group = bin / 32;
+    return fm5_atomic_load_ptr((void *volatile *)&manager->gate.pending_free_list) != NULL ||
+           (__atomic_load_n(&manager->bin_bitmaps[group], __ATOMIC_RELAXED) & (~0u << (bin % 32))) != 0 ||
+           (__atomic_load_n(&manager->group_bitmap, __ATOMIC_RELAXED) & (0xFFFFFFFEu << group)) != 0;
 }
 
 static void *take_locked(fm5_medium_manager *manager, size_t size)
@@ -297,7 +310,7 @@ static void *first_pass(void *arena, void *context, int *final)
     (void)final;
     fm5_medium_manager *manager = arena;
     size_t size = *(const size_t *)context;
-    if (manager->gate.locked || !may_have_block(manager, bin_for_free_block(size)) ||
+    if (fm5_lock_is_held(&manager->gate.locked) || !may_have_block(manager, bin_for_free_block(size)) ||
         !fm5_try_lock(&manager->gate.locked))
         return NULL;
     void *user = take_locked(manager, size);

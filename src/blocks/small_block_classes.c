@@ -2,7 +2,7 @@
 #include "blocks/small_block_classes.h"
 
 const uint16_t fm5_small_block_sizes[FM5_SMALL_CLASS_COUNT] = {
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
     8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160,
 #else
     16, 32, 48, 64, 80, 96, 112, 128, 144, 160,

@@ -46,7 +46,7 @@ typedef struct fm5_debug_block_header {
      * checksum leaves these words out. */
     void *reserved_free_list_link;
     void *reserved_second_link;
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
     uint8_t reserved_space[20];
 #else
     uint8_t reserved_space[4];
@@ -65,7 +65,7 @@ typedef struct fm5_debug_block_header {
     uint16_t flags;
 } fm5_debug_block_header;
 
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
 #  define FM5_DEBUG_EXPECTED_OFFSET(win32, win64) (win32)
 #else
 #  define FM5_DEBUG_EXPECTED_OFFSET(win32, win64) (win64)

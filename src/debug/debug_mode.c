@@ -44,7 +44,7 @@ static fm5_lock mode_lock;
  * pointer fault instead of reading something. Win64 patterns are never user addresses. */
 static void reserve_fill_pattern_addresses(void)
 {
-#ifdef FM5_WIN32
+#ifdef FM5_32BIT
     static int reserved;
     if (reserved)
         return;

@@ -11,7 +11,7 @@
 
 #include "base/platform.h"
 
-#ifdef FM5_WIN64
+#if defined(FM5_64BIT) && defined(FM5_WINDOWS)
 /* Fills frames[0..count) with return addresses, the one into the caller first, after skipping `skip`
  * of them: what RtlCaptureStackBackTrace(skip, count, frames, NULL) gives when the caller calls it
  * instead. When [own_start, own_end) is not empty (fm5's module), the leading frames inside it are

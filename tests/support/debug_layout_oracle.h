@@ -14,7 +14,7 @@
 #include "fm5.h"
 
 #define TU_DEBUG_HEADER_SIZE 64u
-#if TU_WIN64
+#if TU_64BIT
 #define TU_DEBUG_CHECKSUM_OFFSET 20u
 #define TU_DEBUG_TICK_OFFSET 24u
 #define TU_DEBUG_NUMBER_OFFSET 28u

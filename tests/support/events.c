@@ -7,11 +7,11 @@
 #include <string.h>
 
 static struct {
-    volatile LONG count[TU_EVENT_KINDS];
-    volatile LONG total;
+    tu_atomic_long count[TU_EVENT_KINDS];
+    tu_atomic_long total;
     /* The last event and the store are several fields each, so a spin lock keeps a reader from seeing
      * half of one. */
-    volatile LONG lock;
+    tu_atomic_long lock;
     int last_kind;
     const void *last_pointer;
     size_t last_size;
@@ -20,8 +20,8 @@ static struct {
     int keep_all;
     tu_event *stored;
     char *text;
-    volatile LONG stored_count;
-    volatile LONG dropped; /* events that found the store full */
+    tu_atomic_long stored_count;
+    tu_atomic_long dropped; /* events that found the store full */
     size_t text_used;
 } recorder;
 
@@ -36,20 +36,20 @@ static void copy_text(char *dst, size_t dst_size, const char *src)
 
 static void recorder_lock(void)
 {
-    while (InterlockedCompareExchange(&recorder.lock, 1, 0) != 0)
-        SwitchToThread();
+    while (!tu_atomic_cas(&recorder.lock, 0, 1))
+        tu_yield();
 }
 
 static void recorder_unlock(void)
 {
-    InterlockedExchange(&recorder.lock, 0);
+    tu_atomic_exchange(&recorder.lock, 0);
 }
 
 /* Under the lock. */
 static void store_event(const FastMM_Event *event)
 {
-    if ((ULONG)recorder.stored_count >= TU_EVENTS_MAX_STORED) {
-        InterlockedIncrement(&recorder.dropped);
+    if ((unsigned long)recorder.stored_count >= TU_EVENTS_MAX_STORED) {
+        tu_atomic_increment(&recorder.dropped);
         return;
     }
     tu_event *e = &recorder.stored[recorder.stored_count];
@@ -65,7 +65,7 @@ static void store_event(const FastMM_Event *event)
     } else {
         e->text = "";
     }
-    InterlockedIncrement(&recorder.stored_count);
+    tu_atomic_increment(&recorder.stored_count);
 }
 
 /* Runs inside fm5, possibly with an arena lock held: it must not allocate from fm5, and does not
@@ -75,9 +75,9 @@ static void FM5_CALL recorder_callback(const FastMM_Event *event, void *user)
     (void)user;
     int kind = event->Kind;
     if (kind >= 0 && kind < TU_EVENT_KINDS)
-        InterlockedIncrement(&recorder.count[kind]);
+        tu_atomic_increment(&recorder.count[kind]);
     else
-        InterlockedIncrement(&recorder.count[0]); /* an unknown kind is itself worth a check */
+        tu_atomic_increment(&recorder.count[0]); /* an unknown kind is itself worth a check */
     recorder_lock();
     recorder.last_kind = kind;
     recorder.last_pointer = event->Pointer;
@@ -86,7 +86,7 @@ static void FM5_CALL recorder_callback(const FastMM_Event *event, void *user)
     if (recorder.keep_all)
         store_event(event);
     recorder_unlock();
-    InterlockedIncrement(&recorder.total);
+    tu_atomic_increment(&recorder.total);
 }
 
 void tu_disable_event_log(void)
@@ -101,10 +101,9 @@ int tu_events_install(int keep)
     int ok = 1;
     if (keep == TU_KEEP_ALL_EVENTS) {
         if (!recorder.stored)
-            recorder.stored = (tu_event *)VirtualAlloc(NULL, TU_EVENTS_MAX_STORED * sizeof(tu_event),
-                                                       MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+            recorder.stored = (tu_event *)tu_os_map(TU_EVENTS_MAX_STORED * sizeof(tu_event));
         if (!recorder.text)
-            recorder.text = (char *)VirtualAlloc(NULL, TU_EVENTS_TEXT_BYTES, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+            recorder.text = (char *)tu_os_map(TU_EVENTS_TEXT_BYTES);
         ok = recorder.stored && recorder.text;
     }
     tu_events_reset();
@@ -119,24 +118,24 @@ void tu_events_reset(void)
 {
     recorder_lock();
     for (int i = 0; i < TU_EVENT_KINDS; i++)
-        InterlockedExchange(&recorder.count[i], 0);
-    InterlockedExchange(&recorder.total, 0);
+        tu_atomic_exchange(&recorder.count[i], 0);
+    tu_atomic_exchange(&recorder.total, 0);
     recorder.last_kind = 0;
     recorder.last_pointer = NULL;
     recorder.last_size = 0;
     recorder.last_text[0] = 0;
-    InterlockedExchange(&recorder.stored_count, 0);
-    InterlockedExchange(&recorder.dropped, 0);
+    tu_atomic_exchange(&recorder.stored_count, 0);
+    tu_atomic_exchange(&recorder.dropped, 0);
     recorder.text_used = 0;
     recorder_unlock();
 }
 
-LONG tu_events_count(int kind)
+long tu_events_count(int kind)
 {
     return (kind >= 0 && kind < TU_EVENT_KINDS) ? recorder.count[kind] : 0;
 }
 
-LONG tu_events_total(void)
+long tu_events_total(void)
 {
     return recorder.total;
 }
@@ -160,7 +159,7 @@ size_t tu_events_stored(void)
     return (size_t)recorder.stored_count;
 }
 
-LONG tu_events_dropped(void)
+long tu_events_dropped(void)
 {
     return recorder.dropped;
 }

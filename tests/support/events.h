@@ -45,8 +45,8 @@ int tu_events_install(int keep);
 void tu_events_reset(void);
 
 /* Events of `kind` since the last reset (0 for a kind outside [0, TU_EVENT_KINDS)). */
-LONG tu_events_count(int kind);
-LONG tu_events_total(void);
+long tu_events_count(int kind);
+long tu_events_total(void);
 
 /* Copies the last event out under the recorder's lock; any output pointer may be NULL. */
 void tu_events_last(int *kind, const void **pointer, size_t *size, char *text, size_t text_size);
@@ -54,7 +54,7 @@ void tu_events_last(int *kind, const void **pointer, size_t *size, char *text, s
 /* The stored events (with TU_KEEP_ALL_EVENTS): how many, how many found the store full, the i-th (NULL
  * past the end), and the first about `pointer` of `kind` (any kind: 0), or NULL. */
 size_t tu_events_stored(void);
-LONG tu_events_dropped(void);
+long tu_events_dropped(void);
 const tu_event *tu_events_get(size_t i);
 const tu_event *tu_events_find(int kind, const void *pointer);
 

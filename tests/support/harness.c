@@ -5,31 +5,29 @@
 
 #include <stdlib.h>
 
-volatile LONG tu_passed;
-volatile LONG tu_failed;
+tu_atomic_long tu_passed;
+tu_atomic_long tu_failed;
 const char *tu_test_name = "test";
 
 /* Failures printed so far, against TU_MAX_PRINTED_FAILURES. */
-static volatile LONG tu_printed_failures;
+static tu_atomic_long tu_printed_failures;
 
 /* A hang (a self-cycle in a free list, a lock never released) must fail the test with a message,
  * well before CTest's own timeout kills it without one. */
-static DWORD WINAPI tu_watchdog_thread(LPVOID arg)
+static void tu_watchdog_thread(void *arg)
 {
-    DWORD seconds = (DWORD)(uintptr_t)arg;
-    Sleep(seconds * 1000);
+    unsigned seconds = (unsigned)(uintptr_t)arg;
+    tu_sleep_ms(seconds * 1000);
     char what[128];
     snprintf(what, sizeof what, "watchdog: %s still running after %lu s (hang or deadlock)", tu_test_name,
              (unsigned long)seconds);
     tu_abort_stuck(what);
-    return 0;
 }
 
 static void tu_start_watchdog(unsigned seconds)
 {
-    HANDLE h = CreateThread(NULL, 64 * 1024, tu_watchdog_thread, (LPVOID)(uintptr_t)seconds, 0, NULL);
-    if (h)
-        CloseHandle(h);
+    /* Never joined: the watchdog either fires or ends with the process. */
+    tu_thread_start(tu_watchdog_thread, (void *)(uintptr_t)seconds, 64 * 1024);
 }
 
 void tu_init_with_watchdog(const char *name, unsigned watchdog_seconds)
@@ -40,13 +38,12 @@ void tu_init_with_watchdog(const char *name, unsigned watchdog_seconds)
     setvbuf(stdout, NULL, _IONBF, 0);
     setvbuf(stderr, NULL, _IONBF, 0);
     /* A crash must end the test, not wait for a debugger dialog under Wine. */
-    SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX | SEM_NOOPENFILEERRORBOX);
+    tu_no_crash_dialogs();
     printf("%s (%s)\n", name, TU_ARCH);
     /* FM5_TEST_WATCHDOG_SECONDS overrides the limit (0 turns it off), e.g. for long manual runs. */
     unsigned seconds = watchdog_seconds;
     char value[32];
-    DWORD len = GetEnvironmentVariableA("FM5_TEST_WATCHDOG_SECONDS", value, sizeof value);
-    if (len > 0 && len < sizeof value)
+    if (tu_getenv("FM5_TEST_WATCHDOG_SECONDS", value, sizeof value))
         seconds = (unsigned)strtoul(value, NULL, 10);
     if (seconds)
         tu_start_watchdog(seconds);
@@ -54,7 +51,7 @@ void tu_init_with_watchdog(const char *name, unsigned watchdog_seconds)
 
 int tu_report_failure_allowed(void)
 {
-    LONG n = InterlockedIncrement(&tu_printed_failures);
+    long n = tu_atomic_increment(&tu_printed_failures);
     if (n == TU_MAX_PRINTED_FAILURES + 1)
         printf("  ... further failures are counted but not printed\n");
     return n <= TU_MAX_PRINTED_FAILURES;
@@ -62,7 +59,7 @@ int tu_report_failure_allowed(void)
 
 void tu_vfail(const char *tag, const char *expr, const char *file, int line, const char *fmt, va_list args)
 {
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed()) {
         char text[768];
         vsnprintf(text, sizeof text, fmt, args);
@@ -73,10 +70,10 @@ void tu_vfail(const char *tag, const char *expr, const char *file, int line, con
 int tu_check(int ok, const char *expr, const char *file, int line)
 {
     if (ok) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed())
         printf("FAIL %s:%d: %s\n", file, line, expr);
     return 0;
@@ -85,7 +82,7 @@ int tu_check(int ok, const char *expr, const char *file, int line)
 int tu_check_msg(int ok, const char *expr, const char *file, int line, const char *fmt, ...)
 {
     if (ok) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
     va_list args;
@@ -99,10 +96,10 @@ int tu_check_eq_u(unsigned long long a, unsigned long long b, const char *ea, co
                   int line)
 {
     if (a == b) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed())
         printf("FAIL %s:%d: %s == %s (%llu [0x%llx] vs %llu [0x%llx])\n", file, line, ea, eb, a, a, b, b);
     return 0;
@@ -111,10 +108,10 @@ int tu_check_eq_u(unsigned long long a, unsigned long long b, const char *ea, co
 int tu_check_eq_i(long long a, long long b, const char *ea, const char *eb, const char *file, int line)
 {
     if (a == b) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed())
         printf("FAIL %s:%d: %s == %s (%lld vs %lld)\n", file, line, ea, eb, a, b);
     return 0;
@@ -123,10 +120,10 @@ int tu_check_eq_i(long long a, long long b, const char *ea, const char *eb, cons
 int tu_check_eq_p(const void *a, const void *b, const char *ea, const char *eb, const char *file, int line)
 {
     if (a == b) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed())
         printf("FAIL %s:%d: %s == %s (%p vs %p)\n", file, line, ea, eb, a, b);
     return 0;
@@ -144,7 +141,7 @@ void tu_info(const char *fmt, ...)
 
 int test_finish(void)
 {
-    LONG passed = tu_passed, failed = tu_failed;
+    long passed = tu_passed, failed = tu_failed;
     if (passed == 0 && failed == 0) {
         /* A test that checked nothing has not shown anything: count that as a failure. */
         printf("FAIL: no check ran\n");
@@ -157,11 +154,10 @@ int test_finish(void)
 
 void tu_abort_stuck(const char *what)
 {
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     printf("FAIL: %s\n", what);
     printf("%s: %ld passed, %ld failed\n", tu_test_name, (long)tu_passed, (long)tu_failed);
-    fflush(stdout);
-    TerminateProcess(GetCurrentProcess(), 3);
+    tu_exit_now(3);
 }
 
 unsigned long long tu_arg_count(int argc, char **argv, int i, unsigned long long fallback)
@@ -173,11 +169,6 @@ unsigned long long tu_arg_count(int argc, char **argv, int i, unsigned long long
             return v;
     }
     return fallback;
-}
-
-unsigned long long tu_ms(void)
-{
-    return (unsigned long long)GetTickCount64();
 }
 
 int tu_is_aligned(const void *p, size_t alignment)

@@ -13,9 +13,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-/* Worker threads check too, so the counters are updated with Interlocked operations. */
-extern volatile LONG tu_passed;
-extern volatile LONG tu_failed;
+/* Worker threads check too, so the counters are updated atomically. */
+extern tu_atomic_long tu_passed;
+extern tu_atomic_long tu_failed;
 /* The name tu_init was given, for the closing line. */
 extern const char *tu_test_name;
 
@@ -48,11 +48,11 @@ int tu_report_failure_allowed(void);
 
 /* Counts a failure and, within the report limit, prints it as "<tag> file:line: expr (message)". */
 void tu_vfail(const char *tag, const char *expr, const char *file, int line, const char *fmt, va_list args)
-    __attribute__((format(gnu_printf, 5, 0)));
+    TU_PRINTF(5, 0);
 
 int tu_check(int ok, const char *expr, const char *file, int line);
 int tu_check_msg(int ok, const char *expr, const char *file, int line, const char *fmt, ...)
-    __attribute__((format(gnu_printf, 5, 6)));
+    TU_PRINTF(5, 6);
 int tu_check_eq_u(unsigned long long a, unsigned long long b, const char *ea, const char *eb, const char *file,
                   int line);
 int tu_check_eq_i(long long a, long long b, const char *ea, const char *eb, const char *file, int line);
@@ -70,13 +70,10 @@ int tu_check_eq_p(const void *a, const void *b, const char *ea, const char *eb, 
 #define SECTION(title) printf("== %s\n", (title))
 
 /* One indented line of information (never a check). */
-void tu_info(const char *fmt, ...) __attribute__((format(gnu_printf, 1, 2)));
+void tu_info(const char *fmt, ...) TU_PRINTF(1, 2);
 
 /* argv[i] as a positive count, or `fallback`. */
 unsigned long long tu_arg_count(int argc, char **argv, int i, unsigned long long fallback);
-
-/* Milliseconds since some point; only for progress messages, never for assertions. */
-unsigned long long tu_ms(void);
 
 /* Whether `p` is a multiple of `alignment`, a power of two. */
 int tu_is_aligned(const void *p, size_t alignment);

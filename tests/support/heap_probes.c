@@ -165,22 +165,21 @@ static int FM5_CALL lock_holder_callback(const FastMM_WalkBlockInfo *info, void 
     tu_lock_holder *h = (tu_lock_holder *)user;
     if (info->Address != h->target)
         return 0;
-    InterlockedExchange(&h->reached, 1);
-    SetEvent(h->on_target);
+    tu_atomic_exchange(&h->reached, 1);
+    tu_signal_raise(&h->on_target);
     /* Bounded, so that a test whose main thread got stuck cannot keep the lock forever. */
-    WaitForSingleObject(h->release, 30000);
+    tu_signal_wait(&h->release, 30000);
     return 1;
 }
 
-static DWORD WINAPI lock_holder_thread(LPVOID arg)
+static void lock_holder_thread(void *arg)
 {
     tu_lock_holder *h = (tu_lock_holder *)arg;
-    LONG r = FastMM_WalkBlocks(lock_holder_callback, h, h->kinds, 0, 10000);
-    InterlockedExchange(&h->walk_result, r);
+    long r = FastMM_WalkBlocks(lock_holder_callback, h, h->kinds, 0, 10000);
+    tu_atomic_exchange(&h->walk_result, r);
     /* If the walk never reached the target, wake the main thread anyway so that it does not wait for
      * the whole timeout; it tells the two cases apart by `reached`. */
-    SetEvent(h->on_target);
-    return 0;
+    tu_signal_raise(&h->on_target);
 }
 
 int tu_lock_holder_start(tu_lock_holder *h, const void *target, unsigned kinds)
@@ -188,30 +187,19 @@ int tu_lock_holder_start(tu_lock_holder *h, const void *target, unsigned kinds)
     memset(h, 0, sizeof *h);
     h->target = target;
     h->kinds = kinds;
-    h->on_target = CreateEventA(NULL, TRUE, FALSE, NULL);
-    h->release = CreateEventA(NULL, TRUE, FALSE, NULL);
-    if (!h->on_target || !h->release)
-        return 0;
-    h->thread = CreateThread(NULL, 0, lock_holder_thread, h, 0, NULL);
+    h->thread = tu_thread_start(lock_holder_thread, h, 0);
     if (!h->thread)
         return 0;
-    WaitForSingleObject(h->on_target, 20000);
+    tu_signal_wait(&h->on_target, 20000);
     return h->reached != 0;
 }
 
 int tu_lock_holder_stop(tu_lock_holder *h)
 {
     int ok = 1;
-    if (h->release)
-        SetEvent(h->release);
-    if (h->thread) {
-        ok = WaitForSingleObject(h->thread, 30000) == WAIT_OBJECT_0;
-        CloseHandle(h->thread);
-    }
-    if (h->on_target)
-        CloseHandle(h->on_target);
-    if (h->release)
-        CloseHandle(h->release);
-    h->thread = h->on_target = h->release = NULL;
+    tu_signal_raise(&h->release);
+    if (h->thread)
+        ok = tu_thread_join(h->thread, 30000);
+    h->thread = NULL;
     return ok;
 }

@@ -79,11 +79,11 @@ void tu_medium_chain_forget(tu_medium_chain *c, void *p);
 typedef struct tu_lock_holder {
     const void *target;
     unsigned kinds;
-    HANDLE on_target;
-    HANDLE release;
-    HANDLE thread;
-    volatile LONG reached;
-    volatile LONG walk_result;
+    tu_signal on_target;
+    tu_signal release;
+    tu_thread thread;
+    tu_atomic_long reached;
+    tu_atomic_long walk_result;
 } tu_lock_holder;
 
 /* Starts the helper; returns 1 once it holds the lock of the arena that owns `target`. */

@@ -73,10 +73,10 @@ int tu_check_pattern(const void *block, size_t from, size_t to, uint64_t key, co
 {
     size_t bad = tu_pattern_find_mismatch(block, from, to, key);
     if (bad == SIZE_MAX) {
-        InterlockedIncrement(&tu_passed);
+        tu_atomic_increment(&tu_passed);
         return 1;
     }
-    InterlockedIncrement(&tu_failed);
+    tu_atomic_increment(&tu_failed);
     if (tu_report_failure_allowed())
         printf("FAIL %s:%d: pattern of %s=%p in [%zu, %zu): byte %zu is 0x%02x, expected 0x%02x\n", file, line,
                expr, block, from, to, bad, ((const uint8_t *)block)[bad], tu_pattern_byte(key, bad));

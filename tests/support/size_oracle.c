@@ -6,7 +6,7 @@
 #include "fm5.h"
 
 const unsigned short tu_small_classes[] = {
-#if !TU_WIN64
+#if !TU_64BIT
     8, 24, 40, 56, 72, 88, 104, 120, 136, 152, /* the x86-only sizes */
 #endif
     16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 272, 288, 304, 320,

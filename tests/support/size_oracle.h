@@ -11,7 +11,7 @@
 #include "arch.h"
 
 /* The alignment of every block when no minimum alignment is set. */
-#if TU_WIN64
+#if TU_64BIT
 #define TU_DEFAULT_ALIGNMENT 16u
 #else
 #define TU_DEFAULT_ALIGNMENT 8u

@@ -3,6 +3,7 @@
 #include "debug/stack_trace.h"
 #include "debug/stack_unwind.h"
 #include "base/os.h"
+#include <windows.h>
 
 /* The address range of the module fm5 is linked into. Leading frames inside it are fm5's own calls:
  * dropping them by address keeps traces right however the compiler inlined fm5's functions. A static
@@ -32,7 +33,7 @@ unsigned fm5_capture_stack_trace(void **frames, unsigned count, unsigned skip)
         if (!own_module_end)
             find_own_module();
         void *raw[FM5_MAXIMUM_STACK_TRACE_DEPTH + 32];
-#ifdef FM5_WIN64
+#ifdef FM5_64BIT
         /* The same frames as the system's, from cached unwind steps (stack_unwind.h), fm5's own left out
          * (in a static build, where they cannot be told apart, our caller's frame is skipped). */
         int unwound = own_module_end ? fm5_unwind_stack(raw, count + 32, skip, own_module_start, own_module_end)

@@ -3,8 +3,9 @@
 #include "debug/stack_unwind.h"
 #include "base/os.h"
 #include <string.h>
+#include <windows.h>
 
-#ifdef FM5_WIN64
+#if defined(FM5_64BIT) && defined(FM5_WINDOWS)
 
 /* The unwind operations of the x64 ABI. */
 enum {

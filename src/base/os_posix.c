@@ -1,0 +1,253 @@
+/* base/os.h on Linux and other POSIX systems: the host build's one door to the system, so that the
+ * portable core runs natively under the sanitizers and a profiler. Memory comes from mmap in 64 KB
+ * aligned pieces, as Windows hands it out, so the address map and every layout are those of Win64. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "base/os.h"
+#include "base/text_builder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#  define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/* ---- memory ------------------------------------------------------------------------------------ */
+
+/* mmap aligns only to pages: map one granule more than asked and cut the ends off. */
+void *fm5_os_map(size_t size, int top_down)
+{
+    (void)top_down;  /* Linux places mappings top-down already */
+    if (fm5_os_fault_due(FM5_OS_FAULT_MAP) || size > SIZE_MAX - FM5_OS_GRANULARITY)
+        return NULL;
+    size_t padded = size + FM5_OS_GRANULARITY;
+    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *aligned = (char *)fm5_round_up((uintptr_t)raw, FM5_OS_GRANULARITY);
+    if (aligned > raw)
+        munmap(raw, (size_t)(aligned - raw));
+    size_t tail = (size_t)(raw + padded - (aligned + size));
+    if (tail)
+        munmap(aligned + size, tail);
+    return aligned;
+}
+
+int fm5_os_map_at(void *address, size_t size)
+{
+    if (fm5_os_fault_due(FM5_OS_FAULT_MAP_AT))
+        return 0;
+    void *p = mmap(address, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                   MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == address)
+        return 1;
+    /* A kernel older than 4.17 treats the flag as a hint and may map elsewhere. */
+    if (p != MAP_FAILED)
+        munmap(p, size);
+    return 0;
+}
+
+/* munmap takes any page range, however many mappings it spans. */
+int fm5_os_unmap(void *base, size_t size, unsigned mappings)
+{
+    (void)mappings;
+    if (fm5_os_fault_due(FM5_OS_FAULT_UNMAP))
+        return 0;
+    return munmap(base, size) == 0;
+}
+
+void *fm5_os_reserve_inaccessible(void *address, size_t size)
+{
+    void *p = mmap(address, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+                   (address ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (address && p != address) {
+        munmap(p, size);
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- threads and time -------------------------------------------------------------------------- */
+
+void fm5_os_yield(void)
+{
+    sched_yield();
+}
+
+uint32_t fm5_os_tick_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint32_t)((uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u);
+}
+
+/* The kernel's thread id, as Windows' thread ids, unique among live threads; asked once per thread. */
+uint32_t fm5_os_thread_id(void)
+{
+    static __thread uint32_t id;
+    if (!id)
+        id = (uint32_t)syscall(SYS_gettid);
+    return id;
+}
+
+void fm5_os_debug_break(void)
+{
+    raise(SIGTRAP);
+}
+
+void fm5_os_get_local_time(fm5_os_local_time *time)
+{
+    struct timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    time_t now = real.tv_sec;
+    struct tm local;
+    if (!localtime_r(&now, &local))
+        memset(&local, 0, sizeof local);
+    time->year = (unsigned)local.tm_year + 1900u;
+    time->month = (unsigned)local.tm_mon + 1u;
+    time->day = (unsigned)local.tm_mday;
+    time->hour = (unsigned)local.tm_hour;
+    time->minute = (unsigned)local.tm_min;
+    time->second = (unsigned)local.tm_sec;
+}
+
+/* ---- files, text output and the environment ---------------------------------------------------- */
+
+static int write_all(int file, const char *bytes, size_t length)
+{
+    while (length) {
+        ssize_t written = write(file, bytes, length);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            return -1;
+        bytes += written;
+        length -= (size_t)written;
+    }
+    return 0;
+}
+
+int fm5_os_append_to_file(const char *utf8_path, const char *start_of_new_file, const char *const *pieces,
+                          const size_t *lengths, unsigned count)
+{
+    int created = 1;
+    int file = open(utf8_path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (file < 0 && errno == EEXIST) {
+        created = 0;
+        file = open(utf8_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    }
+    if (file < 0)
+        return -1;
+    int result = 0;
+    if (created && start_of_new_file && write_all(file, start_of_new_file, strlen(start_of_new_file)))
+        result = -1;
+    for (unsigned i = 0; i < count; i++)
+        if (write_all(file, pieces[i], lengths[i]))
+            result = -1;
+    close(file);
+    return result;
+}
+
+int fm5_os_delete_file(const char *utf8_path)
+{
+    return unlink(utf8_path) == 0;
+}
+
+void fm5_os_program_path_stem(char *out, size_t capacity)
+{
+    if (capacity == 0)
+        return;
+    ssize_t length = readlink("/proc/self/exe", out, capacity - 1);
+    if (length <= 0) {
+        fm5_text text;
+        fm5_text_init(&text, out, capacity);
+        fm5_text_append(&text, "fm5");
+        return;
+    }
+    out[length] = 0;
+    char *dot = NULL;
+    for (char *c = out; *c; c++) {
+        if (*c == '.')
+            dot = c;
+        if (*c == '/')
+            dot = NULL;
+    }
+    if (dot)
+        *dot = 0;
+}
+
+size_t fm5_os_environment(const char *name, char *out, size_t capacity)
+{
+    const char *value = getenv(name);
+    if (!value || capacity == 0)
+        return 0;
+    size_t length = strlen(value);
+    if (length == 0 || length >= capacity)
+        return 0;
+    memcpy(out, value, length + 1);
+    return length;
+}
+
+/* Windows sends this text to an attached debugger; POSIX has no such channel, and stderr is the
+ * program's own, so the text goes nowhere (the event log and callbacks have it). */
+void fm5_os_debug_output(const char *text)
+{
+    (void)text;
+}
+
+/* No window system to ask: the box becomes a message on stderr. */
+void fm5_os_message_box(const char *text, const char *title)
+{
+    write_all(2, title, strlen(title));
+    write_all(2, ": ", 2);
+    write_all(2, text, strlen(text));
+    write_all(2, "\n", 1);
+}
+
+/* ---- checked builds ---------------------------------------------------------------------------- */
+
+#if FM5_CHECKED
+void fm5_assertion_failed(const char *condition, const char *file, int line)
+{
+    char buffer[512];
+    fm5_text text;
+    fm5_text_init(&text, buffer, sizeof buffer);
+    fm5_text_append(&text, "fm5: assertion failed: ");
+    fm5_text_append(&text, condition);
+    fm5_text_append(&text, " (");
+    fm5_text_append(&text, file);
+    fm5_text_append_char(&text, ':');
+    fm5_text_append_unsigned(&text, (uint64_t)line);
+    fm5_text_append(&text, ")\n");
+    write_all(2, text.buffer, text.length);
+    /* Not abort(): the exit code must be the Windows build's, which the tests read. */
+    _exit(134);
+}
+#endif
+
+/* ---- the processor ----------------------------------------------------------------------------- */
+
+uint8_t fm5_cpu_has_sse2;
+
+void fm5_os_detect_processor(void)
+{
+    /* x86-64 has SSE2 by definition and every x86-64 OS saves the XMM registers; the host build has no
+     * asm/ that would read it, but the value stays the same on both builds. */
+#if defined(__x86_64__) || defined(__SSE2__)
+    fm5_cpu_has_sse2 = 1;
+#else
+    fm5_cpu_has_sse2 = 0;
+#endif
+}

@@ -1,0 +1,77 @@
+# The tests of the host build (cmake/host.cmake): every test that is not about Windows itself, run
+# natively under the variant's sanitizer. Included by tests/CMakeLists.txt when FM5_HOST is on.
+#   host-asan, host-fuzz: every portable test (ASan + UBSan, FM5_CHECKED on)
+#   host-tsan: the tests that run threads against each other (FM5_HOST_TSAN_TESTS)
+# A sanitizer report ends its process with an error, which fails the test: nothing is suppressed.
+
+# About Windows itself: the NASM routines and their unwind data, and the system unwinder.
+set(FM5_WINDOWS_ONLY_TESTS test_asm_twins test_asm_unwind test_stack_traces)
+# The tests whose threads race through fm5's locks, lock-free lists and walks.
+set(FM5_HOST_TSAN_TESTS test_multithread test_fastmm5_ports test_debug_scan test_c_api test_bad_pointer_race
+                        test_os_failures)
+
+set(FM5_TESTS_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+file(GLOB FM5_TEST_SUPPORT_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/support/*.c)
+list(FILTER FM5_TEST_SUPPORT_SOURCES EXCLUDE REGEX "_windows\\.c$")
+foreach(way fm5 fm5_static)
+    set(support fm5_test_support)
+    if(way STREQUAL fm5_static)
+        set(support fm5_test_support_static)
+    endif()
+    add_library(${support} STATIC ${FM5_TEST_SUPPORT_SOURCES})
+    target_link_libraries(${support} PUBLIC ${way} fm5_options)
+    target_include_directories(${support} PUBLIC ${FM5_TESTS_DIR})
+    # POSIX's declarations (strnlen, pthread_timedjoin_np, ...) beside C11's.
+    target_compile_definitions(${support} PUBLIC _GNU_SOURCE)
+endforeach()
+
+# Tests keep their asserts (the library's build type adds -DNDEBUG only to the library's flags here).
+string(REPLACE "-DNDEBUG" "" CMAKE_C_FLAGS_RELWITHDEBINFO "${CMAKE_C_FLAGS_RELWITHDEBINFO}")
+
+# ASan's own options for every test: no leak checking of the test programs' own C-heap bookkeeping
+# would be wrong to skip, so it stays on; abort_on_error makes a report a clear failure.
+set(FM5_SANITIZER_ENVIRONMENT
+    "ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:allow_user_segv_handler=1"
+    "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
+    "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+
+function(fm5_add_host_test name source)
+    cmake_parse_arguments(PARSE_ARGV 2 arg "STATIC" "TIMEOUT" "")
+    if(NOT arg_TIMEOUT)
+        set(arg_TIMEOUT 300)
+    endif()
+    add_executable(${name} ${source})
+    if(arg_STATIC)
+        target_link_libraries(${name} PRIVATE fm5_test_support_static fm5_static)
+    else()
+        target_link_libraries(${name} PRIVATE fm5_test_support fm5)
+    endif()
+    target_link_libraries(${name} PRIVATE fm5_options m)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} ENVIRONMENT "${FM5_SANITIZER_ENVIRONMENT}")
+endfunction()
+
+set(FM5_STATIC_TESTS test_os_failures test_bad_pointer_race)
+file(GLOB FM5_TEST_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/test_*.c)
+foreach(source IN LISTS FM5_TEST_SOURCES)
+    get_filename_component(name ${source} NAME_WE)
+    if(name IN_LIST FM5_WINDOWS_ONLY_TESTS)
+        continue()
+    endif()
+    if(FM5_SANITIZE MATCHES "thread" AND NOT name IN_LIST FM5_HOST_TSAN_TESTS)
+        continue()
+    endif()
+    if(name IN_LIST FM5_STATIC_TESTS)
+        fm5_add_host_test(${name} ${source} STATIC)
+    else()
+        fm5_add_host_test(${name} ${source})
+    endif()
+endforeach()
+
+# The layer rules (scripts/check-layers.py) on the host build's objects too: os_posix.c must keep to
+# them as os_windows.c does.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+find_program(FM5_LLVM_NM llvm-nm REQUIRED)
+add_test(NAME layers
+         COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/scripts/check-layers.py ${PROJECT_SOURCE_DIR}
+                 --objects ${CMAKE_BINARY_DIR}/CMakeFiles/fm5.dir/src --nm ${FM5_LLVM_NM})
