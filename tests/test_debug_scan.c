@@ -338,7 +338,7 @@ static void race_worker(void *arg)
     uint64_t keys[RACE_SLOTS] = {0};
     uint64_t generation = 0;
     long operations = 0;
-    while (!race_stop) {
+    while (!tu_atomic_load(&race_stop)) {
         unsigned s = (unsigned)tu_rng_below(&rng, RACE_SLOTS);
         if (slots[s]) {
             CHECK_PATTERN(slots[s], sizes[s], keys[s]);

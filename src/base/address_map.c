@@ -1,5 +1,6 @@
 /* Which 64 KB granules belong to fm5. Each granule belongs to at most one region and is written only by
- * the thread that creates or releases that region, so plain byte stores are enough. */
+ * the thread that creates or releases that region; the bytes are read without a lock by every pointer
+ * check, so each is stored and loaded whole (relaxed atomics: plain byte moves on x86). */
 #include "base/address_map.h"
 #include "base/os.h"
 
@@ -16,7 +17,7 @@ uint8_t *volatile fm5_granule_leaves[1u << (FM5_ADDRESS_BITS - FM5_LEAF_SHIFT)];
 static uint8_t *granule_slot(uintptr_t address)
 {
     uint8_t *volatile *leaf_slot = &fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
-    uint8_t *leaf = *leaf_slot;
+    uint8_t *leaf = fm5_atomic_load_ptr((void *volatile *)leaf_slot);
     if (!leaf) {
         /* The map's own memory is not charged to the usage limit: it is bookkeeping, at most 64 KB per
          * 4 GB of address space in use. */
@@ -27,7 +28,7 @@ static uint8_t *granule_slot(uintptr_t address)
             leaf = fresh;
         } else {
             fm5_os_unmap(fresh, (size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT), 1);
-            leaf = *leaf_slot;
+            leaf = fm5_atomic_load_ptr((void *volatile *)leaf_slot);
         }
     }
     return &leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF];
@@ -42,10 +43,10 @@ static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
         uint8_t *slot = granule_slot(a);
         if (!slot) {
             for (uintptr_t b = start; b < a; b += (uintptr_t)1 << FM5_GRANULE_SHIFT)
-                *granule_slot(b) = FM5_GRANULE_NOT_OURS;
+                __atomic_store_n(granule_slot(b), (uint8_t)FM5_GRANULE_NOT_OURS, __ATOMIC_RELAXED);
             return 0;
         }
-        *slot = a == start ? first : rest;
+        __atomic_store_n(slot, a == start ? first : rest, __ATOMIC_RELAXED);
     }
     return 1;
 }

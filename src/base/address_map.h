@@ -21,7 +21,7 @@ extern uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
 
 FM5_INLINE unsigned fm5_granule_owner(uintptr_t address)
 {
-    return fm5_granule_owners[address >> FM5_GRANULE_SHIFT];
+    return __atomic_load_n(&fm5_granule_owners[address >> FM5_GRANULE_SHIFT], __ATOMIC_RELAXED);
 }
 #else
 /* 47 bits of user address space: 2^15 leaves of 2^16 granules. */
@@ -32,10 +32,10 @@ FM5_INLINE unsigned fm5_granule_owner(uintptr_t address)
 {
     if (FM5_UNLIKELY(address >> FM5_ADDRESS_BITS))
         return FM5_GRANULE_NOT_OURS;
-    const uint8_t *leaf = fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
+    const uint8_t *leaf = fm5_atomic_load_ptr((void *volatile *)&fm5_granule_leaves[address >> FM5_LEAF_SHIFT]);
     if (FM5_UNLIKELY(!leaf))
         return FM5_GRANULE_NOT_OURS;
-    return leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF];
+    return __atomic_load_n(&leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF], __ATOMIC_RELAXED);
 }
 #endif
 

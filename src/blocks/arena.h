@@ -48,7 +48,7 @@ FM5_INLINE int fm5_pending_push(void *volatile *head, void *block)
 
 FM5_INLINE void *fm5_pending_take_all(void *volatile *head)
 {
-    if (!*head)
+    if (!fm5_atomic_load_ptr(head))
         return NULL;
     return __atomic_exchange_n(head, NULL, __ATOMIC_ACQ_REL);
 }
@@ -84,7 +84,7 @@ FM5_INLINE void fm5_arena_unlock(fm5_arena_gate *gate, fm5_arena_release_fn rele
 FM5_INLINE int fm5_arena_process_pending(fm5_arena_gate *gate, int wait, fm5_arena_release_fn release,
                                          void *context)
 {
-    if (!gate->pending_free_list)
+    if (!fm5_atomic_load_ptr(&gate->pending_free_list))
         return 1;
     if (!(wait ? fm5_lock_with_timeout(&gate->locked, FM5_WAIT_FOREVER) : fm5_try_lock(&gate->locked)))
         return 0;
@@ -152,7 +152,8 @@ FM5_INLINE void *fm5_arena_allocate(void *first_arena, size_t arena_stride, unsi
             if (block || final)
                 return block;
         }
-        (*contention_count)++;
+        /* Every thread that gives up counts: an atomic add, or increments of several are lost. */
+        __atomic_add_fetch(contention_count, 1, __ATOMIC_RELAXED);
         fm5_os_yield();
     }
 }

@@ -37,4 +37,17 @@ FM5_INLINE volatile uint16_t *fm5_status_word(const void *user)
     return (volatile uint16_t *)user - 1;
 }
 
+/* A status word read or written where another thread may touch it at the same time (a pointer check,
+ * a walk, a neighbour's merge test against its owner's pending-free CAS): one whole 16-bit access,
+ * never torn (relaxed atomics: plain moves on x86). */
+FM5_INLINE unsigned fm5_status_load(const void *user)
+{
+    return __atomic_load_n(fm5_status_word(user), __ATOMIC_RELAXED);
+}
+
+FM5_INLINE void fm5_status_store(const void *user, unsigned status)
+{
+    __atomic_store_n(fm5_status_word(user), (uint16_t)status, __ATOMIC_RELAXED);
+}
+
 #endif

@@ -118,18 +118,22 @@ static size_t block_index(const fm5_medium_span *span, const void *user)
     return (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
 }
 
+/* Under the lock; pointer checks read the bitmap without it (fm5_medium_is_block_start), so each word
+ * is stored whole. */
 static void mark_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
-    block_start_bitmap(span)[index / 32] |= 1u << (index % 32);
+    uint32_t *word = &block_start_bitmap(span)[index / 32];
+    __atomic_store_n(word, *word | 1u << (index % 32), __ATOMIC_RELAXED);
 }
 
 static void clear_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
-    block_start_bitmap(span)[index / 32] &= ~(1u << (index % 32));
+    uint32_t *word = &block_start_bitmap(span)[index / 32];
+    __atomic_store_n(word, *word & ~(1u << (index % 32)), __ATOMIC_RELAXED);
     /* A stale header left behind would let a stale pointer pass the status check. */
-    fm5_medium_header_of(user)->status = 0;
+    fm5_status_store(user, 0);
 }
 
 static char *span_area_start(const fm5_medium_span *span)
@@ -142,13 +146,16 @@ static char *span_end(const fm5_medium_span *span)
     return (char *)span + span->span_size;
 }
 
+/* Under the lock; but pointer checks, the unlocked growth test and walks of other arenas' spans read
+ * headers without it, so each field is stored whole (relaxed atomics: plain moves on x86). */
 static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_t status)
 {
     fm5_medium_header *header = fm5_medium_header_of(user);
-    header->size_multiple = (uint16_t)(size / FM5_MEDIUM_ALIGNMENT);
-    header->span_offset_multiple = (uint16_t)((size_t)(user - (char *)span) / FM5_MEDIUM_ALIGNMENT);
-    header->is_small_block_span = 0;
-    header->status = status;
+    __atomic_store_n(&header->size_multiple, (uint16_t)(size / FM5_MEDIUM_ALIGNMENT), __ATOMIC_RELAXED);
+    __atomic_store_n(&header->span_offset_multiple, (uint16_t)((size_t)(user - (char *)span) / FM5_MEDIUM_ALIGNMENT),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&header->is_small_block_span, 0, __ATOMIC_RELAXED);
+    fm5_status_store(user, status);
 }
 
 /* Turns [user, user + size) into a free block, binned when big enough to be reused. */
@@ -367,8 +374,8 @@ static void free_locked(fm5_medium_manager *manager, char *user)
     int merge = !fm5_recycling_never_merges_medium_blocks() && !debug_info;
 
     char *next = user + size;
-    fm5_medium_header *next_header = fm5_medium_header_of(next);
-    if (merge && next_header->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
+    /* The neighbour's owner may be setting its pending-free bit right now: one whole read. */
+    if (merge && fm5_status_load(next) == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
         size_t next_size = fm5_medium_block_size(next);
         if (next_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
             bin_remove(manager, (fm5_medium_free_links *)next, next_size);
@@ -510,8 +517,9 @@ int fm5_medium_resize_in_place(void *user, size_t new_user_size)
         /* Check without the lock first: most growths have no free neighbour and must move anyway. */
         size_t size = available + FM5_MEDIUM_HEADER_SIZE;
         fm5_medium_header *next_header = fm5_medium_header_of((char *)user + size);
-        if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE) ||
-            size + (size_t)next_header->size_multiple * FM5_MEDIUM_ALIGNMENT < new_user_size + FM5_MEDIUM_HEADER_SIZE)
+        if (fm5_status_load((char *)user + size) != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE) ||
+            size + (size_t)__atomic_load_n(&next_header->size_multiple, __ATOMIC_RELAXED) * FM5_MEDIUM_ALIGNMENT <
+                new_user_size + FM5_MEDIUM_HEADER_SIZE)
             return 0;
     }
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
@@ -542,7 +550,8 @@ static int walk_span(fm5_medium_manager *manager, fm5_medium_span *span, unsigne
         size_t size = fm5_medium_block_size(user);
         if (size == 0)
             break;
-        if (header->is_small_block_span && !(header->status & FM5_STATUS_FREE)) {
+        /* Set by the small manager after it has laid the span out (a release store): acquire. */
+        if (__atomic_load_n(&header->is_small_block_span, __ATOMIC_ACQUIRE) && !(header->status & FM5_STATUS_FREE)) {
             int small = small_span_walker(user, visitor, context, timeout_ms);
             if (small == FM5_WALK_STOPPED)
                 return small;

@@ -105,7 +105,7 @@ FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void
     size_t index = (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
     if (index * FM5_MEDIUM_ALIGNMENT >= span->span_size)
         return 0;
-    return (fm5_medium_block_start_bitmap(span)[index / 32] >> (index % 32)) & 1;
+    return (__atomic_load_n(&fm5_medium_block_start_bitmap(span)[index / 32], __ATOMIC_RELAXED) >> (index % 32)) & 1;
 }
 
 int fm5_medium_process_pending_frees(int wait);

@@ -20,9 +20,11 @@ FM5_INLINE fm5_small_span *span_of_ring(fm5_ring *node)
     return FM5_CONTAINER_OF(node, fm5_small_span, partially_free);
 }
 
-FM5_INLINE int has_partially_free_span(const fm5_small_manager *manager)
+/* Without the lock (the first pass): a hint. */
+FM5_INLINE int may_have_free_block(const fm5_small_manager *manager)
 {
-    return !fm5_ring_is_empty(&manager->partially_free);
+    return fm5_atomic_load_ptr((void *volatile *)&manager->gate.pending_free_list) != NULL ||
+           !fm5_ring_is_empty_hint(&manager->partially_free);
 }
 
 FM5_INLINE char *block_at(fm5_small_span *span, uint32_t offset)
@@ -46,14 +48,17 @@ static void *feed(fm5_small_manager *manager)
         uint32_t offset = (uint32_t)current;
         if (offset <= FM5_SMALL_SPAN_HEADER_SIZE)
             return NULL;
-        fm5_small_span *span = manager->feed_span;
+        /* May be stale or NULL (the span was retired meanwhile): the compare-and-swap below then fails,
+         * because every change of the feed span moves the counter's generation. */
+        fm5_small_span *span = __atomic_load_n(&manager->feed_span, __ATOMIC_ACQUIRE);
         uint32_t next_offset = offset - manager->block_size;
         uint64_t next = (((current >> 32) + 1) << 32) | next_offset;
         if (fm5_cas_u64(&manager->feed, current, next)) {
             FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
             char *user = block_at(span, next_offset);
-            FM5_ASSERT(*fm5_status_word(user) == (status_for(span, user) | FM5_STATUS_FREE));
-            *fm5_status_word(user) &= (uint16_t)~FM5_STATUS_FREE;
+            FM5_ASSERT(fm5_status_load(user) == (status_for(span, user) | FM5_STATUS_FREE));
+            /* A walk under the lock may be reading it: one whole store. */
+            fm5_status_store(user, status_for(span, user));
             return user;
         }
     }
@@ -83,7 +88,7 @@ static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *
         if (span->first_free_block)
             fm5_ring_remove(&span->partially_free);
         if (manager->feed_span == span)
-            manager->feed_span = NULL;
+            __atomic_store_n(&manager->feed_span, NULL, __ATOMIC_RELAXED);
         span->identity_tag = 0;
         fm5_medium_header_of(span)->is_small_block_span = 0;
         fm5_medium_free(span);
@@ -127,7 +132,7 @@ static void *reuse_locked(fm5_small_manager *manager)
         release_chain(manager, pending);
     }
     for (;;) {
-        if (!has_partially_free_span(manager))
+        if (fm5_ring_is_empty(&manager->partially_free))
             return NULL;
         fm5_small_span *span = span_of_ring(manager->partially_free.next);
         char *user = span->first_free_block;
@@ -186,7 +191,7 @@ static void *first_pass(void *arena, void *context, int *final)
     (void)context;
     (void)final;
     fm5_small_manager *manager = arena;
-    if (!manager->gate.locked && (manager->gate.pending_free_list || has_partially_free_span(manager)) &&
+    if (!fm5_lock_is_held(&manager->gate.locked) && may_have_free_block(manager) &&
         fm5_try_lock(&manager->gate.locked)) {
         void *user = reuse_locked(manager);
         fm5_unlock(&manager->gate.locked);
@@ -282,9 +287,10 @@ int fm5_small_walk_span(void *span_address, fm5_walk_visitor visitor, void *cont
             uint32_t offset = FM5_SMALL_SPAN_HEADER_SIZE + i * manager->block_size;
             char *user = block_at(span, offset);
             int unused = offset < unfed_below;
+            /* A live block's owner may be changing its flags: one whole read. */
             fm5_walk_item block = { user, manager->block_size, manager->block_size - FM5_SMALL_HEADER_SIZE,
                                     FastMM_SmallBlock, manager->arena,
-                                    unused || (*fm5_status_word(user) & FM5_STATUS_FREE) != 0, unused };
+                                    unused || (fm5_status_load(user) & FM5_STATUS_FREE) != 0, unused };
             if (visitor(&block, context)) {
                 result = FM5_WALK_STOPPED;
                 break;

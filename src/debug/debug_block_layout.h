@@ -193,7 +193,7 @@ _Static_assert(offsetof(fm5_debug_block_header, reserved_space) >= 2 * sizeof(vo
 
 /* Covers every header word after the checksum field: the reserved words before it are left out because
  * the outer block's free list overwrites them while the debug block is legitimately free. */
-static inline uint32_t fm5_debug_header_checksum(const fm5_debug_block_header *header)
+FM5_OPTIMISTIC_READER static inline uint32_t fm5_debug_header_checksum(const fm5_debug_block_header *header)
 {
     const uint8_t *bytes = (const uint8_t *)header;
     uint32_t checksum = 0xFFFFFFFFu;
@@ -207,7 +207,7 @@ static inline uint32_t fm5_debug_header_checksum(const fm5_debug_block_header *h
 }
 
 /* Covers both traces (2N pointers, a whole number of 32-bit words), not the reserved word. */
-static inline uint32_t fm5_debug_footer_checksum(const uint8_t *footer, unsigned entries)
+FM5_OPTIMISTIC_READER static inline uint32_t fm5_debug_footer_checksum(const uint8_t *footer, unsigned entries)
 {
     const uint8_t *traces = footer + FM5_DEBUG_FOOTER_ALLOCATION_TRACE_OFFSET;
     size_t trace_bytes = 2u * (size_t)entries * sizeof(void *);

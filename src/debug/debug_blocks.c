@@ -28,13 +28,12 @@
 
 /* ---- header and footer ------------------------------------------------------------------------ */
 
+/* Only the block's owner writes its status word while it is live; scans and walks read it meanwhile,
+ * so it is loaded and stored whole. */
 static void set_has_debug_info(void *outer, int on)
 {
-    volatile uint16_t *status = fm5_status_word(outer);
-    if (on)
-        *status |= FM5_STATUS_HAS_DEBUG_INFO;
-    else
-        *status &= (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO;
+    unsigned status = fm5_status_load(outer);
+    fm5_status_store(outer, on ? status | FM5_STATUS_HAS_DEBUG_INFO : status & ~FM5_STATUS_HAS_DEBUG_INFO);
 }
 
 /* A block made with FastMM_DebugNoChecksums has this in place of its header checksum. A checksummed
@@ -54,7 +53,7 @@ static void seal(fm5_debug_block_header *header)
 }
 
 /* Whether the header's sizes fit the outer block: checked before anything reads the footer. */
-static int header_plausible(const fm5_debug_block_header *header, size_t outer_usable)
+FM5_OPTIMISTIC_READER static int header_plausible(const fm5_debug_block_header *header, size_t outer_usable)
 {
     if (header->stack_trace_entry_count > FM5_DEBUG_MAXIMUM_STACK_TRACE_ENTRIES)
         return 0;
@@ -64,7 +63,8 @@ static int header_plausible(const fm5_debug_block_header *header, size_t outer_u
 
 enum integrity { INTACT, HEADER_CORRUPTED, FOOTER_CORRUPTED, FILL_CORRUPTED };
 
-static enum integrity check_block(const fm5_debug_block_header *header, size_t outer_usable, int freed)
+FM5_OPTIMISTIC_READER static enum integrity check_block(const fm5_debug_block_header *header, size_t outer_usable,
+                                                        int freed)
 {
     if (!header_plausible(header, outer_usable))
         return HEADER_CORRUPTED;
@@ -493,7 +493,7 @@ typedef struct scan_state {
 
 /* Every debug block, live, freed or quarantined, is checked at every scan, however often it was
  * reported before. */
-static int scan_block(const fm5_walk_item *item, void *context)
+FM5_OPTIMISTIC_READER static int scan_block(const fm5_walk_item *item, void *context)
 {
     scan_state *state = context;
     if (item->is_unused || !(item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)))

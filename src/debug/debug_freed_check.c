@@ -11,28 +11,29 @@
 
 /* The user area is only pointer aligned, and the tails are not aligned at all: loads go through memcpy,
  * which is one plain move on x86. */
-static inline uint64_t load_u64(const uint8_t *p)
+FM5_OPTIMISTIC_READER static inline uint64_t load_u64(const uint8_t *p)
 {
     uint64_t value;
     memcpy(&value, p, sizeof value);
     return value;
 }
 
-static inline uint32_t load_u32(const uint8_t *p)
+FM5_OPTIMISTIC_READER static inline uint32_t load_u32(const uint8_t *p)
 {
     uint32_t value;
     memcpy(&value, p, sizeof value);
     return value;
 }
 
-static inline uint16_t load_u16(const uint8_t *p)
+FM5_OPTIMISTIC_READER static inline uint16_t load_u16(const uint8_t *p)
 {
     uint16_t value;
     memcpy(&value, p, sizeof value);
     return value;
 }
 
-int fm5_c_debug_freed_pattern_intact(const void *user, size_t size)
+/* An optimistic reader too: the debug scan checks freed blocks that their owner may be filling. */
+FM5_OPTIMISTIC_READER int fm5_c_debug_freed_pattern_intact(const void *user, size_t size)
 {
     const uint64_t pattern = FM5_DEBUG_FREED_FILL_WORD;
     const uint8_t *bytes = (const uint8_t *)user;
