@@ -1,0 +1,239 @@
+/*
+ * test_os_failures — every entry point fails cleanly when the OS refuses memory.
+ *
+ * The OS layer (src/base/os.h) is told to refuse calls (fm5_os_fault_injection): the n-th call of a
+ * kind, or a share of them at random. Then:
+ *   - GetMem / AllocMem return NULL with one OutOfMemory event, ReallocMem returns NULL and leaves the
+ *     old block as it was; nothing else changes;
+ *   - a refused mapping is never counted: the memory usage before and after a failed call is the same;
+ *   - a refused in-place growth of a large block (map_at) moves the block instead, content intact;
+ *   - a refused release (unmap) still frees the block for the program (FreeMem returns 0), reports
+ *     ReleaseFailed, and keeps the bytes counted, since they are still mapped;
+ *   - under random refusals of every kind, in release and in debug mode, every live block keeps its
+ *     content, the checked build's asserts hold, and everything frees at the end.
+ * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
+ */
+#include "test_util.h"
+
+#include "base/os.h"
+#include "api/startup.h"
+
+#define SEED 0x05FA11ull
+#define SLOTS 256
+
+static const size_t kind_sizes[] = { 24, 1000, 2600, 3000, 40000, 300000, 700000, 3000000 };
+#define KIND_SIZES (sizeof kind_sizes / sizeof kind_sizes[0])
+
+typedef struct slot {
+    uint8_t *p;
+    size_t size;
+    uint64_t key;
+} slot;
+
+static slot slots[SLOTS];
+static uint64_t generation;
+
+static void fill(slot *s, unsigned index)
+{
+    s->key = tu_pattern_key(SEED, index, ++generation);
+    tu_pattern_fill(s->p, s->size, s->key);
+}
+
+static void check_all(const char *when)
+{
+    for (unsigned i = 0; i < SLOTS; i++) {
+        if (slots[i].p && tu_pattern_find_mismatch(slots[i].p, 0, slots[i].size, slots[i].key) != SIZE_MAX) {
+            CHECK_MSG(0, "%s: block %u (%p, %zu bytes) lost its content", when, i, (void *)slots[i].p, slots[i].size);
+            return;
+        }
+    }
+    CHECK(1);
+}
+
+static void free_all(void)
+{
+    for (unsigned i = 0; i < SLOTS; i++) {
+        if (slots[i].p)
+            CHECK_EQ_INT(FastMM_FreeMem(slots[i].p), 0);
+        slots[i].p = NULL;
+    }
+}
+
+/* The n-th mapping refused, for n = 1..: allocations of every kind until one fails. */
+static void refused_mapping(void)
+{
+    SECTION("the n-th mapping refused: GetMem, AllocMem and ReallocMem fail cleanly, nothing is counted");
+    unsigned failures = 0;
+    for (unsigned kind = 0; kind < KIND_SIZES; kind++) {
+        for (unsigned nth = 1; nth <= 3; nth++) {
+            tu_events_reset();
+            fm5_os_fault_injection(FM5_OS_FAULT_MAP, nth, 0, 0);
+            unsigned made = 0;
+            for (unsigned i = 0; i < SLOTS; i++) {
+                size_t usage = FastMM_GetCurrentMemoryUsage();
+                long out_of_memory = tu_events_count(FastMM_EventOutOfMemory);
+                slot *s = &slots[i];
+                s->size = kind_sizes[kind] + i % 7;
+                s->p = (uint8_t *)(i % 2 ? FastMM_AllocMem(s->size) : FastMM_GetMem(s->size));
+                if (!s->p) {
+                    failures++;
+                    CHECK_EQ_SIZE(FastMM_GetCurrentMemoryUsage(), usage);
+                    CHECK_EQ_INT(tu_events_count(FastMM_EventOutOfMemory), out_of_memory + 1);
+                    break;
+                }
+                if (i % 2)
+                    CHECK_MSG(tu_pattern_find_mismatch(s->p, 0, 0, 0) == SIZE_MAX, "AllocMem");
+                fill(s, i);
+                made++;
+                if (made >= 64 && kind < 3)
+                    break; /* small blocks need a new span only now and then: enough were tried */
+            }
+            /* The refusal is spent: ReallocMem growing every block to another kind, with one more
+             * refusal armed, either moves a block or leaves it as it was. */
+            fm5_os_fault_injection(FM5_OS_FAULT_MAP, 1, 0, 0);
+            for (unsigned i = 0; i < SLOTS; i++) {
+                slot *s = &slots[i];
+                if (!s->p)
+                    continue;
+                size_t grown = s->size < 1000000 ? s->size * 4 + 600000 : s->size / 8;
+                size_t usage = FastMM_GetCurrentMemoryUsage();
+                uint8_t *q = (uint8_t *)FastMM_ReallocMem(s->p, grown);
+                if (!q) {
+                    CHECK_EQ_SIZE(FastMM_GetCurrentMemoryUsage(), usage);
+                    CHECK_PATTERN(s->p, s->size, s->key);
+                    CHECK(FastMM_BlockMaximumUserBytes(s->p) >= s->size);
+                    continue;
+                }
+                size_t kept = s->size < grown ? s->size : grown;
+                CHECK_PATTERN(q, kept, s->key);
+                s->p = q;
+                s->size = grown;
+                fill(s, i);
+            }
+            fm5_os_fault_injection(0, 0, 0, 0);
+            check_all("after refused mappings");
+            free_all();
+        }
+    }
+    tu_info("%u allocations refused", failures);
+    CHECK(failures > 0);
+}
+
+/* A large block grows in place only when the address space after it can be mapped: refused, it moves. */
+static void refused_growth_in_place(void)
+{
+    SECTION("growth in place refused (map_at): the large block moves, content intact");
+    unsigned moved = 0;
+    for (unsigned i = 0; i < 16; i++) {
+        slot *s = &slots[0];
+        s->size = 1000000;
+        s->p = (uint8_t *)FastMM_GetMem(s->size);
+        if (!CHECK(s->p != NULL))
+            return;
+        fill(s, 0);
+        /* Every map_at refused: fm5 tries the generous size, then the needed one. */
+        fm5_os_fault_injection(FM5_OS_FAULT_MAP_AT, 0, 1000000, 1);
+        uint8_t *q = (uint8_t *)FastMM_ReallocMem(s->p, 1100000);
+        uint32_t refused = fm5_os_fault_injection(0, 0, 0, 0);
+        if (CHECK(q != NULL)) {
+            CHECK_PATTERN(q, s->size, s->key);
+            moved += refused >= 1 && q != s->p;
+            CHECK_MSG(refused == 0 || q != s->p, "grew in place although map_at was refused");
+            s->p = q;
+        }
+        free_all();
+    }
+    tu_info("%u of 16 growths were refused and moved", moved);
+}
+
+/* A refused release: the program's free succeeds, the bytes stay mapped and counted. */
+static void refused_release(void)
+{
+    SECTION("release refused (unmap): FreeMem succeeds, ReleaseFailed is reported, the bytes stay counted");
+    size_t size = 5000000;
+    void *p = FastMM_GetMem(size);
+    if (!CHECK(p != NULL))
+        return;
+    memset(p, 0x5A, size);
+    size_t usage = FastMM_GetCurrentMemoryUsage();
+    tu_events_reset();
+    fm5_os_fault_injection(FM5_OS_FAULT_UNMAP, 1, 0, 0);
+    CHECK_EQ_INT(FastMM_FreeMem(p), 0);
+    FastMM_ProcessAllPendingFrees();
+    CHECK_EQ_INT(fm5_os_fault_injection(0, 0, 0, 0), 1);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventReleaseFailed), 1);
+    CHECK_EQ_SIZE(FastMM_GetCurrentMemoryUsage(), usage);
+    /* fm5 forgot the block: it is neither live nor a valid pointer any more. */
+    CHECK_EQ_INT(FastMM_FreeMem(p), -1);
+    void *again = FastMM_GetMem(size);
+    CHECK(again != NULL);
+    CHECK_EQ_INT(FastMM_FreeMem(again), 0);
+}
+
+/* Random refusals of every kind under a random workload. */
+static void random_refusals(int debug)
+{
+    SECTION(debug ? "random refusals of every kind, debug mode" : "random refusals of every kind");
+    if (debug)
+        CHECK_EQ_INT(FastMM_EnterDebugMode(), 1);
+    tu_rng rng;
+    tu_rng_seed(&rng, SEED + (uint64_t)debug);
+    fm5_os_fault_injection(FM5_OS_FAULT_ALL, 0, 250000, SEED + 7);
+    unsigned failed_allocations = 0, failed_reallocations = 0;
+    for (unsigned op = 0; op < 6000; op++) {
+        unsigned i = (unsigned)tu_rng_below(&rng, SLOTS);
+        slot *s = &slots[i];
+        size_t size = kind_sizes[tu_rng_below(&rng, KIND_SIZES)] + (size_t)tu_rng_below(&rng, 100);
+        if (!s->p) {
+            s->p = (uint8_t *)FastMM_GetMem(size);
+            if (!s->p) {
+                failed_allocations++;
+                continue;
+            }
+            s->size = size;
+            fill(s, i);
+        } else if (tu_rng_below(&rng, 3) == 0) {
+            CHECK_PATTERN(s->p, s->size, s->key);
+            CHECK_EQ_INT(FastMM_FreeMem(s->p), 0);
+            s->p = NULL;
+        } else {
+            uint8_t *q = (uint8_t *)FastMM_ReallocMem(s->p, size);
+            if (!q) {
+                failed_reallocations++;
+                CHECK_PATTERN(s->p, s->size, s->key);
+                continue;
+            }
+            CHECK_PATTERN(q, s->size < size ? s->size : size, s->key);
+            s->p = q;
+            s->size = size;
+            fill(s, i);
+        }
+        if (op % 500 == 0)
+            check_all("during random refusals");
+    }
+    uint32_t refused = fm5_os_fault_injection(0, 0, 0, 0);
+    tu_info("%u OS calls refused: %u allocations and %u reallocations failed", refused, failed_allocations,
+            failed_reallocations);
+    CHECK(refused > 0);
+    check_all("after random refusals");
+    if (debug)
+        CHECK_EQ_INT(FastMM_ScanDebugBlocksForCorruption(), 1);
+    free_all();
+    if (debug)
+        CHECK_EQ_INT(FastMM_ExitDebugMode(), 0);
+}
+
+int main(void)
+{
+    tu_init("test_os_failures");
+    fm5_initialize();
+    tu_events_install(0);
+    refused_mapping();
+    refused_growth_in_place();
+    refused_release();
+    random_refusals(0);
+    random_refusals(1);
+    FastMM_ProcessAllPendingFrees();
+    FastMM_SetEventCallback(NULL, NULL);
+    return test_finish();
+}
