@@ -34,6 +34,7 @@
 #include "../src/base/os_posix.c"
 #endif
 #include "../src/base/os_common.c"
+#include "../src/base/address_map.c"
 #include "../src/debug/debug_fill.c"
 #include "../src/debug/debug_freed_check.c"
 #include "../src/debug/debug_freed_object.c"

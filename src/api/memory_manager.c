@@ -75,8 +75,9 @@ FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
     return -1;
 }
 
-/* FastMM_FreeMem's C twin: asm/ repeats its small-block path and jumps here for everything else. */
-int FM5_CALL fm5_c_free_mem(void *p)
+/* FastMM_FreeMem's C twin: asm/ repeats its small-block path and jumps here for everything else. An
+ * optimistic reader: its pointer check reads what an unproven pointer points at (block_identity.c). */
+FM5_OPTIMISTIC_READER int FM5_CALL fm5_c_free_mem(void *p)
 {
     if (FM5_LIKELY(!fm5_erase_freed_active)) {
         fm5_small_span *span = fm5_release_live_small_block_span(p);
@@ -98,7 +99,7 @@ static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_b
 
 /* FastMM_ReallocMem's C twin; asm/ repeats the small-block test and the in-place rule, and jumps to
  * fm5_c_realloc_moving_small_block or here otherwise. */
-void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
+FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
     fm5_small_span *span = fm5_debug_mode_active ? NULL : fm5_release_live_small_block_span(p);
     if (FM5_LIKELY(span != NULL))

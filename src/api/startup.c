@@ -54,6 +54,7 @@ void fm5_initialize(void)
     if (__atomic_exchange_n(&initialized, 1, __ATOMIC_ACQ_REL))
         return;
     fm5_os_detect_processor();
+    fm5_os_install_release_guard();
     fm5_memory_initialize();
     fm5_small_lookup_rebuild(FM5_DEFAULT_MINIMUM_ALIGNMENT);
     fm5_small_initialize();
@@ -70,8 +71,10 @@ BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
     (void)reserved;
     if (reason == DLL_PROCESS_ATTACH)
         fm5_initialize();
-    else if (reason == DLL_PROCESS_DETACH)
+    else if (reason == DLL_PROCESS_DETACH) {
         fm5_report_leaks_at_shutdown();
+        fm5_os_remove_release_guard();
+    }
     return TRUE;
 }
 #endif
@@ -85,5 +88,6 @@ __attribute__((constructor)) static void fm5_load(void)
 __attribute__((destructor)) static void fm5_unload(void)
 {
     fm5_report_leaks_at_shutdown();
+    fm5_os_remove_release_guard();
 }
 #endif

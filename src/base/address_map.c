@@ -4,34 +4,59 @@
 #include "base/address_map.h"
 #include "base/os.h"
 
+/* Beside each owner byte, one bit: "fm5's once, released since" (set by a removal, cleared by an add). */
+#define GRANULES_PER_LEAF ((size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT))
+
 #ifdef FM5_32BIT
 uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
+static uint8_t released_bits[(1u << (32 - FM5_GRANULE_SHIFT)) / 8];
 
 static uint8_t *granule_slot(uintptr_t address)
 {
     return &fm5_granule_owners[address >> FM5_GRANULE_SHIFT];
 }
+
+static uint8_t *released_byte(uintptr_t address, int create)
+{
+    (void)create;
+    return &released_bits[(address >> FM5_GRANULE_SHIFT) / 8];
+}
 #else
 uint8_t *volatile fm5_granule_leaves[1u << (FM5_ADDRESS_BITS - FM5_LEAF_SHIFT)];
 
-static uint8_t *granule_slot(uintptr_t address)
+/* A leaf: GRANULES_PER_LEAF owner bytes, then as many released bits; two granules of memory. */
+#define LEAF_BYTES fm5_round_up(GRANULES_PER_LEAF + GRANULES_PER_LEAF / 8, FM5_OS_GRANULARITY)
+
+static uint8_t *leaf_of(uintptr_t address, int create)
 {
     uint8_t *volatile *leaf_slot = &fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
     uint8_t *leaf = fm5_atomic_load_ptr((void *volatile *)leaf_slot);
-    if (!leaf) {
-        /* The map's own memory is not charged to the usage limit: it is bookkeeping, at most 64 KB per
+    if (!leaf && create) {
+        /* The map's own memory is not charged to the usage limit: it is bookkeeping, at most 128 KB per
          * 4 GB of address space in use. */
-        uint8_t *fresh = fm5_os_map((size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT), 0);
+        uint8_t *fresh = fm5_os_map(LEAF_BYTES, 0);
         if (!fresh)
             return NULL;
         if (fm5_cas_ptr((void *volatile *)leaf_slot, NULL, fresh)) {
             leaf = fresh;
         } else {
-            fm5_os_unmap(fresh, (size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT), 1);
+            fm5_os_unmap(fresh, LEAF_BYTES, 1);
             leaf = fm5_atomic_load_ptr((void *volatile *)leaf_slot);
         }
     }
-    return &leaf[(address >> FM5_GRANULE_SHIFT) & 0xFFFF];
+    return leaf;
+}
+
+static uint8_t *granule_slot(uintptr_t address)
+{
+    uint8_t *leaf = leaf_of(address, 1);
+    return leaf ? &leaf[(address >> FM5_GRANULE_SHIFT) & (GRANULES_PER_LEAF - 1)] : NULL;
+}
+
+static uint8_t *released_byte(uintptr_t address, int create)
+{
+    uint8_t *leaf = leaf_of(address, create);
+    return leaf ? &leaf[GRANULES_PER_LEAF + ((address >> FM5_GRANULE_SHIFT) & (GRANULES_PER_LEAF - 1)) / 8] : NULL;
 }
 #endif
 
@@ -47,8 +72,25 @@ static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
             return 0;
         }
         __atomic_store_n(slot, a == start ? first : rest, __ATOMIC_RELAXED);
+        /* Neighbouring granules' bits share the byte and may change on other threads: atomic RMW. */
+        uint8_t *released = released_byte(a, 1);
+        uint8_t bit = (uint8_t)(1u << ((a >> FM5_GRANULE_SHIFT) % 8));
+        if (first == FM5_GRANULE_NOT_OURS)
+            __atomic_fetch_or(released, bit, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_and(released, (uint8_t)~bit, __ATOMIC_RELAXED);
     }
     return 1;
+}
+
+int fm5_address_map_was_released(uintptr_t address)
+{
+#ifdef FM5_64BIT
+    if (address >> FM5_ADDRESS_BITS)
+        return 0;
+#endif
+    const uint8_t *released = released_byte(address, 0);
+    return released && (__atomic_load_n(released, __ATOMIC_RELAXED) >> ((address >> FM5_GRANULE_SHIFT) % 8)) & 1;
 }
 
 int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_owner)

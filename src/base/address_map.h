@@ -45,5 +45,8 @@ int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_ow
 /* Extends a region by granules that are never its first. */
 int fm5_address_map_extend(void *address, size_t size);
 void fm5_address_map_remove(void *base, size_t size);
+/* Whether the granule of `address` belonged to fm5 and was released since (and not mapped by fm5
+ * again): the release guard (base/os.h) asks it about the address of a fault. */
+int fm5_address_map_was_released(uintptr_t address);
 
 #endif

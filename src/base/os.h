@@ -49,6 +49,30 @@ uint32_t fm5_os_fault_injection(unsigned kinds, uint32_t nth, uint32_t per_milli
  * injection is off. */
 int fm5_os_fault_due(unsigned kind);
 
+/* ---- the release guard ------------------------------------------------------------------------- */
+
+/* A bad pointer can race with the release of the region it points into: a pointer check reads the
+ * address map ("fm5's"), another thread releases the region, and the check's next read of the region
+ * faults. The release guard turns that fault into a failed check: when fm5's own code faults reading
+ * an address in a granule that fm5 released (the address map remembers, fm5_address_map_was_released)
+ * and has not mapped again, the handler (a vectored exception handler on Windows,
+ * a SIGSEGV handler on POSIX) maps a read-only zero granule there (a tombstone) and resumes; the check
+ * then reads zeros, which no valid block has, and fails as for any other bad pointer. The free path
+ * pays nothing: no flag, no fence, no extra load. At most FM5_OS_TOMBSTONES stand at once, each 64 KB
+ * of address space and no memory: making one more unmaps the oldest. That is safe at any time, since a
+ * check still reading an unmapped tombstone faults again and gets a new one (the granule stays marked
+ * released until fm5 maps it again). Faults that are not this one go to the handler that was there
+ * before. */
+#define FM5_OS_TOMBSTONES 64u
+void fm5_os_install_release_guard(void);
+void fm5_os_remove_release_guard(void);
+/* How many tombstones the guard has made since start-up (for tests). */
+uint32_t fm5_os_release_guard_tombstones(void);
+
+/* For the OS layers: records a tombstone just made at `granule`; returns the one it replaces (to be
+ * unmapped), or NULL. */
+void *fm5_os_record_tombstone(void *granule);
+
 /* ---- threads and time -------------------------------------------------------------------------- */
 
 /* Gives the processor to another ready thread, if any. */

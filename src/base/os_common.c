@@ -62,3 +62,19 @@ int fm5_os_fault_due(unsigned kind)
         __atomic_add_fetch(&refused, 1, __ATOMIC_RELAXED);
     return due;
 }
+
+/* ---- the release guard's tombstones ------------------------------------------------------------------ */
+
+static void *volatile standing_tombstones[FM5_OS_TOMBSTONES];
+static volatile uint32_t tombstones_made;
+
+void *fm5_os_record_tombstone(void *granule)
+{
+    uint32_t made = __atomic_fetch_add(&tombstones_made, 1, __ATOMIC_RELAXED);
+    return __atomic_exchange_n(&standing_tombstones[made % FM5_OS_TOMBSTONES], granule, __ATOMIC_ACQ_REL);
+}
+
+uint32_t fm5_os_release_guard_tombstones(void)
+{
+    return __atomic_load_n(&tombstones_made, __ATOMIC_RELAXED);
+}

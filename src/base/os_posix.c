@@ -6,9 +6,12 @@
 #endif
 #include "base/os.h"
 #include "base/text_builder.h"
+#include "base/address_map.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -64,6 +68,113 @@ int fm5_os_unmap(void *base, size_t size, unsigned mappings)
     if (fm5_os_fault_due(FM5_OS_FAULT_UNMAP))
         return 0;
     return munmap(base, size) == 0;
+}
+
+/* ---- the release guard (os.h) ------------------------------------------------------------------ */
+
+/* fm5's own code: the shared object's (or, in a static build, the program's) loaded segments. */
+static uintptr_t own_start, own_end;
+
+static int find_own_object(struct dl_phdr_info *info, size_t size, void *context)
+{
+    (void)size;
+    (void)context;
+    uintptr_t low = UINTPTR_MAX, high = 0, own = (uintptr_t)(void *)find_own_object;
+    int ours = 0;
+    for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type != PT_LOAD)
+            continue;
+        uintptr_t start = info->dlpi_addr + segment->p_vaddr, end = start + segment->p_memsz;
+        low = start < low ? start : low;
+        high = end > high ? end : high;
+        ours |= own >= start && own < end;
+    }
+    if (!ours)
+        return 0;
+    own_start = low;
+    own_end = high;
+    return 1;
+}
+
+static struct sigaction previous_handler;
+static volatile int guard_installed;
+
+/* A read-only zero granule at the faulting granule; a page if something else holds part of the
+ * granule now. 1 when the read can be retried: a tombstone is there, or the page is mapped again. */
+static int make_tombstone(uintptr_t address)
+{
+    unsigned char resident;
+    uintptr_t page = address & ~(uintptr_t)4095;
+    uintptr_t granule = address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1);
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
+    void *p = mmap((void *)granule, FM5_OS_GRANULARITY, PROT_READ, flags, -1, 0);
+    if (p == (void *)granule) {
+        /* Tombstones are whole granules: the one replaced is unmapped whole. */
+        void *replaced = fm5_os_record_tombstone(p);
+        if (replaced)
+            munmap(replaced, FM5_OS_GRANULARITY);
+        return 1;
+    }
+    if (p != MAP_FAILED)
+        munmap(p, FM5_OS_GRANULARITY);
+    /* Something else holds part of the granule now: is the page readable? */
+    return mincore((void *)page, 4096, &resident) == 0;
+}
+
+static void release_guard_handler(int signal, siginfo_t *info, void *context)
+{
+#if defined(__x86_64__)
+    const ucontext_t *machine = context;
+    uintptr_t ip = (uintptr_t)machine->uc_mcontext.gregs[REG_RIP];
+    /* Bit 1 of the page-fault error code: the access was a write. */
+    int write = (machine->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    uintptr_t address = (uintptr_t)info->si_addr;
+    if (!write && ip >= own_start && ip < own_end) {
+        /* Mapped again by the time we look (fm5 or another allocation took the pages): retry. mincore
+         * cannot tell a page without access from a readable one, so a thread retries the same address
+         * a few times at most. */
+        static __thread uintptr_t last_address;
+        static __thread unsigned retries;
+        retries = address == last_address ? retries + 1 : 0;
+        last_address = address;
+        unsigned char resident;
+        if (retries < 8 && mincore((void *)(address & ~(uintptr_t)4095), 4096, &resident) == 0)
+            return;
+        if (retries < 8 && fm5_address_map_was_released(address) && make_tombstone(address))
+            return;
+    }
+#endif
+    /* Not ours: whoever handled it before (a sanitizer, a debugger's helper, the default action). */
+    if (previous_handler.sa_flags & SA_SIGINFO) {
+        previous_handler.sa_sigaction(signal, info, context);
+        return;
+    }
+    if (previous_handler.sa_handler != SIG_DFL && previous_handler.sa_handler != SIG_IGN) {
+        previous_handler.sa_handler(signal);
+        return;
+    }
+    /* The default action: restore it and return, so that the access faults again and ends the process. */
+    sigaction(SIGSEGV, &previous_handler, NULL);
+}
+
+void fm5_os_install_release_guard(void)
+{
+    if (__atomic_exchange_n(&guard_installed, 1, __ATOMIC_ACQ_REL))
+        return;
+    dl_iterate_phdr(find_own_object, NULL);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = release_guard_handler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &previous_handler);
+}
+
+void fm5_os_remove_release_guard(void)
+{
+    if (__atomic_exchange_n(&guard_installed, 0, __ATOMIC_ACQ_REL))
+        sigaction(SIGSEGV, &previous_handler, NULL);
 }
 
 void *fm5_os_reserve_inaccessible(void *address, size_t size)

@@ -2,6 +2,7 @@
  * environment and the processor. */
 #include "base/os.h"
 #include "base/text_builder.h"
+#include "base/address_map.h"
 #include <windows.h>
 
 /* ---- memory ------------------------------------------------------------------------------------ */
@@ -50,6 +51,79 @@ int fm5_os_unmap(void *base, size_t size, unsigned mappings)
         address += allocation;
     }
     return 1;
+}
+
+/* ---- the release guard (os.h) ------------------------------------------------------------------ */
+
+/* fm5's own code: the DLL's image (in a static build, the program's). */
+static uintptr_t own_start, own_end;
+static void *guard_handle;
+
+/* Whether a read of `address` would succeed now. */
+static int readable_now(uintptr_t address)
+{
+    MEMORY_BASIC_INFORMATION info;
+    return VirtualQuery((void *)address, &info, sizeof info) == sizeof info && info.State == MEM_COMMIT &&
+           !(info.Protect & PAGE_GUARD) &&
+           (info.Protect & (PAGE_READONLY | PAGE_READWRITE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE));
+}
+
+/* 1 when the read can be retried: a read-only zero granule is there now, or the page is readable again
+ * (another allocation took the granule meanwhile). */
+static int make_tombstone(uintptr_t address)
+{
+    void *granule = (void *)(address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1));
+    if (VirtualAlloc(granule, FM5_OS_GRANULARITY, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY) == granule) {
+        void *replaced = fm5_os_record_tombstone(granule);
+        if (replaced)
+            VirtualFree(replaced, 0, MEM_RELEASE);
+        return 1;
+    }
+    return readable_now(address);
+}
+
+static LONG CALLBACK release_guard_handler(EXCEPTION_POINTERS *exception)
+{
+    const EXCEPTION_RECORD *record = exception->ExceptionRecord;
+    /* ExceptionInformation: [0] 0 for a read, [1] the address. */
+    if (record->ExceptionCode != EXCEPTION_ACCESS_VIOLATION || record->NumberParameters < 2 ||
+        record->ExceptionInformation[0] != 0)
+        return EXCEPTION_CONTINUE_SEARCH;
+    uintptr_t ip = (uintptr_t)record->ExceptionAddress;
+    uintptr_t address = (uintptr_t)record->ExceptionInformation[1];
+    if (ip < own_start || ip >= own_end)
+        return EXCEPTION_CONTINUE_SEARCH;
+    /* Mapped again by the time we look (fm5 or another allocation took the granule): just retry. */
+    if (readable_now(address))
+        return EXCEPTION_CONTINUE_EXECUTION;
+    if (fm5_address_map_was_released(address) && make_tombstone(address))
+        return EXCEPTION_CONTINUE_EXECUTION;
+    return EXCEPTION_CONTINUE_SEARCH;
+}
+
+void fm5_os_install_release_guard(void)
+{
+    if (guard_handle)
+        return;
+    HMODULE module = NULL;
+    if (GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                           (LPCWSTR)(void *)release_guard_handler, &module) && module) {
+        const IMAGE_DOS_HEADER *dos = (const IMAGE_DOS_HEADER *)module;
+        const IMAGE_NT_HEADERS *nt = (const IMAGE_NT_HEADERS *)((const char *)module + dos->e_lfanew);
+        own_start = (uintptr_t)module;
+        own_end = own_start + nt->OptionalHeader.SizeOfImage;
+    }
+    /* First in the chain: the fault must be turned into a failed check before any other handler
+     * (a debugger's first chance aside) decides the process is broken. */
+    guard_handle = AddVectoredExceptionHandler(1, release_guard_handler);
+}
+
+/* At DLL unload: the handler's code is about to go away. */
+void fm5_os_remove_release_guard(void)
+{
+    if (guard_handle)
+        RemoveVectoredExceptionHandler(guard_handle);
+    guard_handle = NULL;
 }
 
 void *fm5_os_reserve_inaccessible(void *address, size_t size)

@@ -30,10 +30,11 @@
 #define FM5_INLINE static inline __attribute__((always_inline))
 #define FM5_NOINLINE __attribute__((noinline))
 #define FM5_CACHE_LINE 64
-/* An optimistic reader: a function that reads memory another thread may be writing, and then decides
- * by a flag it re-reads whether what it read counts (the debug scan's check of a block its owner is
- * changing, docs/design.md "Lock-free reads"). ThreadSanitizer is told not to watch its reads: they
- * are racy by design and validated afterwards. Nothing else may carry it. */
+/* An optimistic reader: a function that reads memory another thread may be writing and trusts none of
+ * it until checked: the pointer checks (what an unproven pointer points at may be a live block's user
+ * data or a region being released), and the debug scan's check of a block its owner is changing, which
+ * a flag re-read afterwards validates (docs/design.md, "Lock-free reads"). ThreadSanitizer is told not
+ * to watch their reads. Nothing else may carry it. */
 #define FM5_OPTIMISTIC_READER __attribute__((no_sanitize("thread")))
 #define FM5_ALIGNED(n) __attribute__((aligned(n)))
 

@@ -15,7 +15,7 @@ __attribute__((cold)) static enum fm5_block_identity refuse(fm5_block_facts *fac
     return FM5_NOT_A_BLOCK;
 }
 
-static enum fm5_block_identity identify_small(const void *user, unsigned status, fm5_block_facts *facts)
+FM5_OPTIMISTIC_READER static enum fm5_block_identity identify_small(const void *user, unsigned status, fm5_block_facts *facts)
 {
     fm5_small_span *span = fm5_small_block_span(user, status);
     if (!span)
@@ -24,7 +24,7 @@ static enum fm5_block_identity identify_small(const void *user, unsigned status,
     return (status & FM5_STATUS_FREE) ? FM5_FREED_BLOCK : FM5_LIVE_SMALL_BLOCK;
 }
 
-static enum fm5_block_identity identify_medium(const void *user, unsigned status, fm5_block_facts *facts)
+FM5_OPTIMISTIC_READER static enum fm5_block_identity identify_medium(const void *user, unsigned status, fm5_block_facts *facts)
 {
     if (!fm5_medium_block_checks_out(user))
         return refuse(facts, "not the start of a block allocated by fm5");
@@ -33,7 +33,7 @@ static enum fm5_block_identity identify_medium(const void *user, unsigned status
     return (status & ~FM5_STATUS_HAS_DEBUG_INFO) == FM5_STATUS_MEDIUM ? FM5_LIVE_MEDIUM_BLOCK : FM5_FREED_BLOCK;
 }
 
-static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
+FM5_OPTIMISTIC_READER static enum fm5_block_identity identify_large(const void *user, unsigned status, fm5_block_facts *facts)
 {
     if (!fm5_large_block_checks_out(user))
         return refuse(facts, "not the start of a block allocated by fm5");
@@ -41,7 +41,7 @@ static enum fm5_block_identity identify_large(const void *user, unsigned status,
 }
 
 /* A debug sub-block sits at the start of an outer block that carries HasDebugInfo. */
-static enum fm5_block_identity identify_debug(const void *user, unsigned status, fm5_block_facts *facts)
+FM5_OPTIMISTIC_READER static enum fm5_block_identity identify_debug(const void *user, unsigned status, fm5_block_facts *facts)
 {
     void *outer = (char *)user - FM5_DEBUG_SUB_BLOCK_OFFSET;
     /* The outer block must be an ordinary block: a chain of debug-looking words is not followed. */
@@ -64,7 +64,9 @@ static enum fm5_block_identity identify_debug(const void *user, unsigned status,
     return FM5_LIVE_DEBUG_BLOCK;
 }
 
-enum fm5_block_identity fm5_identify_outer_block(const void *user, fm5_block_facts *facts)
+/* Optimistic readers, as every pointer check: they read whatever an unproven pointer points at (user
+ * data of a live block, memory being released) and trust none of it until the checks have proved it. */
+FM5_OPTIMISTIC_READER enum fm5_block_identity fm5_identify_outer_block(const void *user, fm5_block_facts *facts)
 {
     facts->owner = NULL;
     facts->problem = NULL;
@@ -94,7 +96,7 @@ enum fm5_block_identity fm5_identify_outer_block(const void *user, fm5_block_fac
     }
 }
 
-enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
+FM5_OPTIMISTIC_READER enum fm5_block_identity fm5_identify_block(const void *user, fm5_block_facts *facts)
 {
     enum fm5_block_identity identity = fm5_identify_outer_block(user, facts);
     /* An ordinary block that carries debug information was never handed out: the program holds the
