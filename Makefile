@@ -4,7 +4,7 @@
 #   make clean  remove the build trees and the shipped files
 # A variant is the name of a configure, build and test preset.
 VARIANTS ?= win32 win64 win32-c win64-c win32-checked win64-checked win32-scalar-checker win64-scalar-checker \
-            host-asan
+            host-asan host-tsan
 
 SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h
 SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h
