@@ -1,8 +1,16 @@
 /* A minimal allocation benchmark for paired A/B runs: one workload per process, prints its time.
  *   alloc_free_loop pair <size> <iterations>   allocate and free one block repeatedly
  *   alloc_free_loop ring <iterations>          free and reallocate random slots of a 1024-block ring
- * Output: "<workload> <iterations> <milliseconds>". */
-#include <windows.h>
+ * Output: "<workload> <iterations> <milliseconds>".
+ * A Windows program (scripts/measure-*.sh, under Wine) and, in the host-profile build, a Linux one for
+ * perf (docs/host-build.md); there FM5_LOOP_ALLOCATOR=libc runs the same loops on the C library's
+ * malloc, which LD_PRELOAD can replace by another allocator such as mimalloc. */
+#ifdef _WIN32
+#  include <windows.h>
+#else
+#  define _POSIX_C_SOURCE 200809L
+#  include <time.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +18,31 @@
 
 static double now_ms(void)
 {
+#ifdef _WIN32
     LARGE_INTEGER counter, frequency;
     QueryPerformanceCounter(&counter);
     QueryPerformanceFrequency(&frequency);
     return 1000.0 * (double)counter.QuadPart / (double)frequency.QuadPart;
+#else
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return 1000.0 * (double)now.tv_sec + (double)now.tv_nsec / 1e6;
+#endif
+}
+
+/* fm5 unless FM5_LOOP_ALLOCATOR=libc (set at start: an imported function's address is no constant). */
+static void *(*loop_malloc)(size_t);
+static void (*loop_free)(void *);
+
+static void choose_allocator(void)
+{
+    loop_malloc = fm5_malloc;
+    loop_free = fm5_free;
+    const char *name = getenv("FM5_LOOP_ALLOCATOR");
+    if (name && strcmp(name, "libc") == 0) {
+        loop_malloc = malloc;
+        loop_free = free;
+    }
 }
 
 static unsigned long long next_random(unsigned long long *state)
@@ -39,14 +68,15 @@ static size_t ring_size(unsigned long long r)
 
 int main(int argc, char **argv)
 {
+    choose_allocator();
     if (argc >= 4 && strcmp(argv[1], "pair") == 0) {
         size_t size = (size_t)strtoull(argv[2], NULL, 10);
         long iterations = strtol(argv[3], NULL, 10);
         double start = now_ms();
         for (long i = 0; i < iterations; i++) {
-            void *p = fm5_malloc(size);
+            void *p = loop_malloc(size);
             *(volatile char *)p = 1;
-            fm5_free(p);
+            loop_free(p);
         }
         printf("pair%zu %ld %.3f\n", size, iterations, now_ms() - start);
         return 0;
@@ -57,18 +87,18 @@ int main(int argc, char **argv)
         long iterations = strtol(argv[2], NULL, 10);
         unsigned long long state = 0x2545F4914F6CDD1Dull;
         for (int i = 0; i < RING; i++)
-            ring[i] = fm5_malloc(ring_size(next_random(&state)));
+            ring[i] = loop_malloc(ring_size(next_random(&state)));
         double start = now_ms();
         for (long i = 0; i < iterations; i++) {
             unsigned long long r = next_random(&state);
             unsigned slot = (unsigned)(r % RING);
-            fm5_free(ring[slot]);
-            ring[slot] = fm5_malloc(ring_size(r >> 12));
+            loop_free(ring[slot]);
+            ring[slot] = loop_malloc(ring_size(r >> 12));
             *(volatile char *)ring[slot] = 1;
         }
         double elapsed = now_ms() - start;
         for (int i = 0; i < RING; i++)
-            fm5_free(ring[i]);
+            loop_free(ring[i]);
         printf("ring %ld %.3f\n", iterations, elapsed);
         return 0;
     }

@@ -23,8 +23,13 @@ if(FM5_SANITIZE)
     set(FM5_SANITIZER_FLAGS -fsanitize=${FM5_SANITIZE} -fno-sanitize-recover=all)
 endif()
 
+# -O1 under a sanitizer (its reports stay readable); -O2, as the DLLs, for the profile build.
+set(FM5_HOST_OPTIMIZATION -O2)
+if(FM5_SANITIZE)
+    set(FM5_HOST_OPTIMIZATION -O1)
+endif()
 add_library(fm5_options INTERFACE)
-target_compile_options(fm5_options INTERFACE -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror
+target_compile_options(fm5_options INTERFACE ${FM5_HOST_OPTIMIZATION} -g -fno-omit-frame-pointer -Wall -Wextra -Werror
                        -fno-strict-aliasing ${FM5_SANITIZER_FLAGS})
 target_link_options(fm5_options INTERFACE ${FM5_SANITIZER_FLAGS})
 target_compile_definitions(fm5_options INTERFACE
@@ -54,3 +59,10 @@ target_link_libraries(fm5_static PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
 
 enable_testing()
 add_subdirectory(tests)
+
+# host-profile (no sanitizer): the benchmark loop for perf and for the glibc / mimalloc cross-check
+# (scripts/profile-host.sh, docs/host-build.md).
+if(NOT FM5_SANITIZE)
+    add_executable(alloc_free_loop ${PROJECT_SOURCE_DIR}/bench/alloc_free_loop.c)
+    target_link_libraries(alloc_free_loop PRIVATE fm5 fm5_options)
+endif()
