@@ -1,15 +1,18 @@
 # fm5's entry points; the build itself is CMake (CMakePresets.json).
 #   make        install what is missing, build win32 and win64, ship the DLLs into win32/ and win64/
 #   make test   build and test every preset in VARIANTS; closes with "N passed, N failed"
+#   make fuzz   a timed run of the host build's libFuzzer harness (FUZZ_SECONDS, default 60)
 #   make clean  remove the build trees and the shipped files
 # A variant is the name of a configure, build and test preset.
 VARIANTS ?= win32 win64 win32-c win64-c win32-checked win64-checked win32-scalar-checker win64-scalar-checker \
-            host-asan host-tsan
+            host-asan host-tsan host-fuzz
+
+FUZZ_SECONDS ?= 60
 
 SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h
 SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h
 
-.PHONY: all setup build test bench clean
+.PHONY: all setup build test bench fuzz clean
 
 # copy_if_different keeps the shipped files' times when nothing changed.
 all: build
@@ -32,6 +35,11 @@ test: setup
 #   make bench BENCH_ARGS="--arch win64 --workloads 'st_*' --compare heap,fm5"
 bench:
 	@scripts/bench.sh $(BENCH_ARGS)
+
+# A timed run of the libFuzzer harness on the host build (tests/fuzz, docs/host-build.md):
+#   make fuzz FUZZ_SECONDS=600
+fuzz: setup
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 # A wineserver still running would keep its prefix busy: stop it before deleting the tree.
 clean:

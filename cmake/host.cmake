@@ -15,6 +15,7 @@ set(CMAKE_ARCHIVE_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
 set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
 
 option(FM5_CHECKED "Turn on every FM5_ASSERT (src/base/checked.h)" OFF)
+option(FM5_FUZZ "Build the libFuzzer harness (tests/fuzz), the host-fuzz preset" OFF)
 set(FM5_BITS 64)
 
 # No recovery: the first report of any sanitizer ends the process with an error, so it fails its test.
@@ -58,7 +59,12 @@ target_link_libraries(fm5_static PRIVATE fm5_options)
 target_link_libraries(fm5_static PUBLIC Threads::Threads ${CMAKE_DL_LIBS})
 
 enable_testing()
-add_subdirectory(tests)
+if(FM5_FUZZ)
+    # host-fuzz runs the fuzzer only: the other tests have host-asan.
+    add_subdirectory(tests/fuzz)
+else()
+    add_subdirectory(tests)
+endif()
 
 # host-profile (no sanitizer): the benchmark loop for perf and for the glibc / mimalloc cross-check
 # (scripts/profile-host.sh, docs/host-build.md).
