@@ -10,7 +10,9 @@
  *   - a refused release (unmap) still frees the block for the program (FreeMem returns 0), reports
  *     ReleaseFailed, and keeps the bytes counted, since they are still mapped;
  *   - under random refusals of every kind, in release and in debug mode, every live block keeps its
- *     content, the checked build's asserts hold, and everything frees at the end.
+ *     content, the checked build's asserts hold, and everything frees at the end;
+ *   - and a refusal by the real OS, not injected: a request larger than the user address space
+ *     (VirtualAlloc or mmap must refuse it) fails the same way.
  * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
  */
 #include "test_util.h"
@@ -170,6 +172,31 @@ static void refused_release(void)
     CHECK_EQ_INT(FastMM_FreeMem(again), 0);
 }
 
+/* The OS itself refuses: no injection, a region larger than the process's address space. */
+static void real_refusal(void)
+{
+    SECTION("a request larger than the address space: the OS itself refuses");
+    /* Win32: 2 GB less 1 MB, more than a 2 GB user space can hold in one piece; 64-bit: 128 TB, the
+     * whole user space of x86-64 Windows and Linux. */
+    size_t huge = TU_64BIT ? (size_t)1 << 47 : (size_t)0x7FF00000u;
+    slot *s = &slots[0];
+    s->size = 100000;
+    s->p = (uint8_t *)FastMM_GetMem(s->size);
+    if (!CHECK(s->p != NULL))
+        return;
+    fill(s, 0);
+    size_t usage = FastMM_GetCurrentMemoryUsage();
+    tu_events_reset();
+    CHECK(FastMM_GetMem(huge) == NULL);
+    CHECK(FastMM_AllocMem(huge) == NULL);
+    CHECK(FastMM_ReallocMem(s->p, huge) == NULL);
+    CHECK_PATTERN(s->p, s->size, s->key);
+    CHECK_EQ_SIZE(FastMM_GetCurrentMemoryUsage(), usage);
+    CHECK_MSG(tu_events_count(FastMM_EventOutOfMemory) >= 3, "%ld OutOfMemory events for three refused requests",
+              tu_events_count(FastMM_EventOutOfMemory));
+    free_all();
+}
+
 /* Random refusals of every kind under a random workload. */
 static void random_refusals(int debug)
 {
@@ -231,6 +258,7 @@ int main(void)
     refused_mapping();
     refused_growth_in_place();
     refused_release();
+    real_refusal();
     random_refusals(0);
     random_refusals(1);
     FastMM_ProcessAllPendingFrees();
