@@ -110,6 +110,14 @@ void fm5_os_debug_output(const char *text);
 /* A modal error box with the UTF-8 `text`, if the system can show one. */
 void fm5_os_message_box(const char *text, const char *title);
 
+/* ---- checked builds ---------------------------------------------------------------------------- */
+
+#if FM5_CHECKED
+/* Writes `text` to stderr (and the debugger) and ends the process with exit code 134 at once, running
+ * nothing of the program's: what a failed FM5_ASSERT does (os_common.c words the message). */
+void fm5_os_fail_fast(const char *text, size_t length) __attribute__((noreturn));
+#endif
+
 /* ---- the processor ----------------------------------------------------------------------------- */
 
 /* 1 when SSE2 may be used (the OS saves the XMM registers). Read by asm/ as a byte, so that the test is

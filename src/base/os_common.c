@@ -2,6 +2,7 @@
  * tests and the fuzzer make the n-th call, or calls at random, fail the way a refusing OS would, to
  * prove that every entry point then fails cleanly). */
 #include "base/os.h"
+#include "base/text_builder.h"
 
 int fm5_lock_with_timeout(fm5_lock *lock, uint32_t timeout_ms)
 {
@@ -78,3 +79,22 @@ uint32_t fm5_os_release_guard_tombstones(void)
 {
     return __atomic_load_n(&tombstones_made, __ATOMIC_RELAXED);
 }
+
+/* ---- checked builds ---------------------------------------------------------------------------- */
+
+#if FM5_CHECKED
+void fm5_assertion_failed(const char *condition, const char *file, int line)
+{
+    char buffer[512];
+    fm5_text text;
+    fm5_text_init(&text, buffer, sizeof buffer);
+    fm5_text_append(&text, "fm5: assertion failed: ");
+    fm5_text_append(&text, condition);
+    fm5_text_append(&text, " (");
+    fm5_text_append(&text, file);
+    fm5_text_append_char(&text, ':');
+    fm5_text_append_unsigned(&text, (uint64_t)line);
+    fm5_text_append(&text, ")\r\n");
+    fm5_os_fail_fast(text.buffer, text.length);
+}
+#endif

@@ -1,7 +1,6 @@
 /* base/os.h on Windows: the one door to the Windows API for memory, time, threads, files, the
  * environment and the processor. */
 #include "base/os.h"
-#include "base/text_builder.h"
 #include "base/address_map.h"
 #include <windows.h>
 
@@ -274,21 +273,11 @@ void fm5_os_message_box(const char *text, const char *title)
 /* ---- checked builds ---------------------------------------------------------------------------- */
 
 #if FM5_CHECKED
-void fm5_assertion_failed(const char *condition, const char *file, int line)
+void fm5_os_fail_fast(const char *text, size_t length)
 {
-    char buffer[512];
-    fm5_text text;
-    fm5_text_init(&text, buffer, sizeof buffer);
-    fm5_text_append(&text, "fm5: assertion failed: ");
-    fm5_text_append(&text, condition);
-    fm5_text_append(&text, " (");
-    fm5_text_append(&text, file);
-    fm5_text_append_char(&text, ':');
-    fm5_text_append_unsigned(&text, (uint64_t)line);
-    fm5_text_append(&text, ")\r\n");
     DWORD written;
-    WriteFile(GetStdHandle(STD_ERROR_HANDLE), text.buffer, (DWORD)text.length, &written, NULL);
-    OutputDebugStringA(text.buffer);
+    WriteFile(GetStdHandle(STD_ERROR_HANDLE), text, (DWORD)length, &written, NULL);
+    OutputDebugStringA(text);
     /* Not abort(): it may allocate, and the C runtime's heap may be fm5. */
     TerminateProcess(GetCurrentProcess(), 134);
     for (;;)
