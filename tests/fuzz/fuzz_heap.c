@@ -737,6 +737,39 @@ static void op_get_mem(reader *r, int zeroed)
     adopt(i, p, size, mode, key, debug, current_op);
 }
 
+/* What a reallocation of slot i to `new_size` returned (`q`): NULL leaves the old block intact and
+ * live (only under fault injection); otherwise the content is kept up to the smaller size, wherever
+ * the block now is. `debug`: debug mode was on, so the block is a debug block now. */
+static void accept_reallocation(int i, uint8_t *q, size_t new_size, int debug, const char *what)
+{
+    slot *s = &slots[i];
+    char after_failure[96];
+    snprintf(after_failure, sizeof after_failure, "after a failed %s", what);
+    if (!q) {
+        allocation_failed(what, new_size);
+        check_content_full(s, after_failure);
+        check_usable(s, after_failure);
+        return;
+    }
+    uint8_t *old = s->p;
+    if (q != old) {
+        check_new_block_address(q, new_size);
+        remember_freed(old);
+    }
+    size_t kept = s->size < new_size ? s->size : new_size;
+    s->p = q;
+    s->size = new_size;
+    s->debug = s->debug || debug;
+    s->kind = 0;
+    char kept_by[96], after[96];
+    snprintf(kept_by, sizeof kept_by, "content kept by %s", what);
+    snprintf(after, sizeof after, "after %s", what);
+    check_range(s, 0, kept, kept_by);
+    check_no_overlap(i);
+    check_usable(s, after);
+    pattern_fill(s, kept, new_size);
+}
+
 static void op_realloc(reader *r)
 {
     current_op = "ReallocMem";
@@ -747,28 +780,7 @@ static void op_realloc(reader *r)
     slot *s = &slots[i];
     check_content_full(s, "before ReallocMem");
     int debug_active = FastMM_DebugModeActive();
-    uint8_t *old = s->p;
-    size_t old_size = s->size;
-    uint8_t *q = FastMM_ReallocMem(old, new_size);
-    if (!q) {
-        allocation_failed("FastMM_ReallocMem", new_size);
-        check_content_full(s, "after a failed ReallocMem");
-        check_usable(s, "after a failed ReallocMem");
-        return;
-    }
-    if (q != old) {
-        check_new_block_address(q, new_size);
-        remember_freed(old);
-    }
-    size_t kept = old_size < new_size ? old_size : new_size;
-    s->p = q;
-    s->size = new_size;
-    s->debug = s->debug || debug_active;
-    s->kind = 0;
-    check_range(s, 0, kept, "content kept by ReallocMem");
-    check_no_overlap(i);
-    check_usable(s, "after ReallocMem");
-    pattern_fill(s, kept, new_size);
+    accept_reallocation(i, FastMM_ReallocMem(s->p, new_size), new_size, debug_active, "FastMM_ReallocMem");
 }
 
 static void op_free(reader *r)
@@ -1222,7 +1234,6 @@ static void op_c_api(reader *r)
         slot *s = &slots[i];
         check_content_full(s, "before fm5_realloc");
         uint8_t *old = s->p;
-        size_t old_size = s->size;
         uint8_t *q = fm5_realloc(old, new_size);
         if (new_size == 0) {
             CHECK(q == NULL, "fm5_realloc(%p, 0) returned %p", (void *)old, (void *)q);
@@ -1230,25 +1241,7 @@ static void op_c_api(reader *r)
             s->live = 0;
             return;
         }
-        if (!q) {
-            allocation_failed("fm5_realloc", new_size);
-            check_content_full(s, "after a failed fm5_realloc");
-            check_usable(s, "after a failed fm5_realloc");
-            return;
-        }
-        if (q != old) {
-            check_new_block_address(q, new_size);
-            remember_freed(old);
-        }
-        size_t kept = old_size < new_size ? old_size : new_size;
-        s->p = q;
-        s->size = new_size;
-        s->debug = s->debug || debug;
-        s->kind = 0;
-        check_range(s, 0, kept, "content kept by fm5_realloc");
-        check_no_overlap(i);
-        check_usable(s, "after fm5_realloc");
-        pattern_fill(s, kept, new_size);
+        accept_reallocation(i, q, new_size, debug, "fm5_realloc");
         break;
     }
     default: {
