@@ -4,12 +4,13 @@
 #include "base/address_map.h"
 #include "base/os.h"
 
-/* Beside each owner byte, one bit: "fm5's once, released since" (set by a removal, cleared by an add). */
+/* Beside each owner byte, one more: "fm5's once, released since" (set by a removal, cleared by an
+ * add). A byte, not a bit, so that each granule's flag is written with a plain store, as its owner. */
 #define GRANULES_PER_LEAF ((size_t)1 << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT))
 
 #ifdef FM5_32BIT
 uint8_t fm5_granule_owners[1u << (32 - FM5_GRANULE_SHIFT)];
-static uint8_t released_bits[(1u << (32 - FM5_GRANULE_SHIFT)) / 8];
+static uint8_t released_flags[1u << (32 - FM5_GRANULE_SHIFT)];
 
 static uint8_t *granule_slot(uintptr_t address)
 {
@@ -19,21 +20,21 @@ static uint8_t *granule_slot(uintptr_t address)
 static uint8_t *released_byte(uintptr_t address, int create)
 {
     (void)create;
-    return &released_bits[(address >> FM5_GRANULE_SHIFT) / 8];
+    return &released_flags[address >> FM5_GRANULE_SHIFT];
 }
 #else
 uint8_t *volatile fm5_granule_leaves[1u << (FM5_ADDRESS_BITS - FM5_LEAF_SHIFT)];
 
-/* A leaf: GRANULES_PER_LEAF owner bytes, then as many released bits; two granules of memory. */
-#define LEAF_BYTES fm5_round_up(GRANULES_PER_LEAF + GRANULES_PER_LEAF / 8, FM5_OS_GRANULARITY)
+/* A leaf: GRANULES_PER_LEAF owner bytes, then as many released flags: two granules of memory. */
+#define LEAF_BYTES (2 * GRANULES_PER_LEAF)
 
 static uint8_t *leaf_of(uintptr_t address, int create)
 {
     uint8_t *volatile *leaf_slot = &fm5_granule_leaves[address >> FM5_LEAF_SHIFT];
     uint8_t *leaf = fm5_atomic_load_ptr((void *volatile *)leaf_slot);
     if (!leaf && create) {
-        /* The map's own memory is not charged to the usage limit: it is bookkeeping, at most 128 KB per
-         * 4 GB of address space in use. */
+        /* The map's own memory is not charged to the usage limit: it is bookkeeping, 128 KB per 4 GB of
+         * address space in use. */
         uint8_t *fresh = fm5_os_map(LEAF_BYTES, 0);
         if (!fresh)
             return NULL;
@@ -56,7 +57,7 @@ static uint8_t *granule_slot(uintptr_t address)
 static uint8_t *released_byte(uintptr_t address, int create)
 {
     uint8_t *leaf = leaf_of(address, create);
-    return leaf ? &leaf[GRANULES_PER_LEAF + ((address >> FM5_GRANULE_SHIFT) & (GRANULES_PER_LEAF - 1)) / 8] : NULL;
+    return leaf ? &leaf[GRANULES_PER_LEAF + ((address >> FM5_GRANULE_SHIFT) & (GRANULES_PER_LEAF - 1))] : NULL;
 }
 #endif
 
@@ -72,13 +73,13 @@ static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
             return 0;
         }
         __atomic_store_n(slot, a == start ? first : rest, __ATOMIC_RELAXED);
-        /* Neighbouring granules' bits share the byte and may change on other threads: atomic RMW. */
+        /* Its leaf exists now (granule_slot made it). Cleared only when set: most granules were never
+         * released, and a read is cheaper than a store that dirties the line. */
         uint8_t *released = released_byte(a, 1);
-        uint8_t bit = (uint8_t)(1u << ((a >> FM5_GRANULE_SHIFT) % 8));
         if (first == FM5_GRANULE_NOT_OURS)
-            __atomic_fetch_or(released, bit, __ATOMIC_RELAXED);
-        else
-            __atomic_fetch_and(released, (uint8_t)~bit, __ATOMIC_RELAXED);
+            __atomic_store_n(released, 1, __ATOMIC_RELAXED);
+        else if (__atomic_load_n(released, __ATOMIC_RELAXED))
+            __atomic_store_n(released, 0, __ATOMIC_RELAXED);
     }
     return 1;
 }
@@ -90,7 +91,7 @@ int fm5_address_map_was_released(uintptr_t address)
         return 0;
 #endif
     const uint8_t *released = released_byte(address, 0);
-    return released && (__atomic_load_n(released, __ATOMIC_RELAXED) >> ((address >> FM5_GRANULE_SHIFT) % 8)) & 1;
+    return released && __atomic_load_n(released, __ATOMIC_RELAXED) != 0;
 }
 
 int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_owner)

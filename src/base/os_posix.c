@@ -108,18 +108,36 @@ static int make_tombstone(uintptr_t address)
     uintptr_t page = address & ~(uintptr_t)4095;
     uintptr_t granule = address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1);
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
-    void *p = mmap((void *)granule, FM5_OS_GRANULARITY, PROT_READ, flags, -1, 0);
-    if (p == (void *)granule) {
-        /* Tombstones are whole granules: the one replaced is unmapped whole. */
-        void *replaced = fm5_os_record_tombstone(p);
-        if (replaced)
-            munmap(replaced, FM5_OS_GRANULARITY);
-        return 1;
+    enum { ATTEMPTS = 16, PAGE_TOMBSTONES = 4096 };
+    static volatile uint32_t page_tombstones;
+    /* Other threads map and unmap around the page meanwhile (fm5_os_map maps more than it keeps and
+     * trims the ends): a refused mapping whose page is free again the next moment is tried again. */
+    for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+        void *p = mmap((void *)granule, FM5_OS_GRANULARITY, PROT_READ, flags, -1, 0);
+        if (p == (void *)granule) {
+            /* Tombstones are whole granules: the one replaced is unmapped whole. */
+            void *replaced = fm5_os_record_tombstone(p);
+            if (replaced)
+                munmap(replaced, FM5_OS_GRANULARITY);
+            return 1;
+        }
+        if (p != MAP_FAILED)
+            munmap(p, FM5_OS_GRANULARITY);
+        /* Something else holds part of the granule (mmap places at page granularity): a tombstone of
+         * the one page, never unmapped, at most PAGE_TOMBSTONES of them. */
+        if (__atomic_load_n(&page_tombstones, __ATOMIC_RELAXED) < PAGE_TOMBSTONES) {
+            p = mmap((void *)page, 4096, PROT_READ, flags, -1, 0);
+            if (p == (void *)page) {
+                __atomic_add_fetch(&page_tombstones, 1, __ATOMIC_RELAXED);
+                return 1;
+            }
+            if (p != MAP_FAILED)
+                munmap(p, 4096);
+        }
+        if (mincore((void *)page, 4096, &resident) == 0)
+            return 1;
     }
-    if (p != MAP_FAILED)
-        munmap(p, FM5_OS_GRANULARITY);
-    /* Something else holds part of the granule now: is the page readable? */
-    return mincore((void *)page, 4096, &resident) == 0;
+    return 0;
 }
 
 static void release_guard_handler(int signal, siginfo_t *info, void *context)
@@ -132,17 +150,30 @@ static void release_guard_handler(int signal, siginfo_t *info, void *context)
     uintptr_t address = (uintptr_t)info->si_addr;
     if (!write && ip >= own_start && ip < own_end) {
         /* Mapped again by the time we look (fm5 or another allocation took the pages): retry. mincore
-         * cannot tell a page without access from a readable one, so a thread retries the same address
-         * a few times at most. */
+         * cannot tell a page without access from a readable one, so a thread gives up after a few
+         * faults at one address with no tombstone made in between (the same bad pointer may fault
+         * again legitimately, but only after its tombstone was replaced by newer ones). */
         static __thread uintptr_t last_address;
+        static __thread uint32_t last_tombstone_count;
         static __thread unsigned retries;
-        retries = address == last_address ? retries + 1 : 0;
+        uint32_t tombstones = fm5_os_release_guard_tombstones();
+        retries = address == last_address && tombstones == last_tombstone_count ? retries + 1 : 0;
         last_address = address;
+        last_tombstone_count = tombstones;
+        /* A granule fm5 had is marked released before it is unmapped, and unmarked only after it is
+         * mapped again: "unmapped and not marked" is only what two looks at different moments can see
+         * while other threads move it along, so look again until one look decides. */
         unsigned char resident;
-        if (retries < 8 && mincore((void *)(address & ~(uintptr_t)4095), 4096, &resident) == 0)
-            return;
-        if (retries < 8 && fm5_address_map_was_released(address) && make_tombstone(address))
-            return;
+        void *page = (void *)(address & ~(uintptr_t)4095);
+        for (int look = 0; look < 64 && retries < 8; look++) {
+            if (mincore(page, 4096, &resident) == 0)
+                return;
+            if (fm5_address_map_was_released(address)) {
+                if (make_tombstone(address))
+                    return;
+                break;
+            }
+        }
     }
 #endif
     /* Not ours: whoever handled it before (a sanitizer, a debugger's helper, the default action). */

@@ -72,13 +72,20 @@ static int readable_now(uintptr_t address)
 static int make_tombstone(uintptr_t address)
 {
     void *granule = (void *)(address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1));
-    if (VirtualAlloc(granule, FM5_OS_GRANULARITY, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY) == granule) {
-        void *replaced = fm5_os_record_tombstone(granule);
-        if (replaced)
-            VirtualFree(replaced, 0, MEM_RELEASE);
-        return 1;
+    /* Other threads allocate and release around it meanwhile: a refusal (the granule taken a moment)
+     * is tried again while the page stays unreadable. */
+    for (int attempt = 0; attempt < 64; attempt++) {
+        if (VirtualAlloc(granule, FM5_OS_GRANULARITY, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY) == granule) {
+            void *replaced = fm5_os_record_tombstone(granule);
+            if (replaced)
+                VirtualFree(replaced, 0, MEM_RELEASE);
+            return 1;
+        }
+        if (readable_now(address))
+            return 1;
+        SwitchToThread();
     }
-    return readable_now(address);
+    return 0;
 }
 
 static LONG CALLBACK release_guard_handler(EXCEPTION_POINTERS *exception)
@@ -92,11 +99,16 @@ static LONG CALLBACK release_guard_handler(EXCEPTION_POINTERS *exception)
     uintptr_t address = (uintptr_t)record->ExceptionInformation[1];
     if (ip < own_start || ip >= own_end)
         return EXCEPTION_CONTINUE_SEARCH;
-    /* Mapped again by the time we look (fm5 or another allocation took the granule): just retry. */
-    if (readable_now(address))
-        return EXCEPTION_CONTINUE_EXECUTION;
-    if (fm5_address_map_was_released(address) && make_tombstone(address))
-        return EXCEPTION_CONTINUE_EXECUTION;
+    /* Mapped again by the time we look (fm5 or another allocation took the granule): retry. A granule
+     * fm5 had is marked released before it is unmapped and unmarked only after it is mapped again, so
+     * "unmapped and not marked" is only what two looks at different moments can see while other
+     * threads move it along: look again until one look decides. */
+    for (int look = 0; look < 64; look++) {
+        if (readable_now(address))
+            return EXCEPTION_CONTINUE_EXECUTION;
+        if (fm5_address_map_was_released(address))
+            return make_tombstone(address) ? EXCEPTION_CONTINUE_EXECUTION : EXCEPTION_CONTINUE_SEARCH;
+    }
     return EXCEPTION_CONTINUE_SEARCH;
 }
 
