@@ -55,8 +55,9 @@ static __attribute__((unused)) size_t bin_size(unsigned bin)
     return BIN_GROUP_3_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN) * 1024;
 }
 
-/* The bitmaps change only under the lock, but may_have_block reads them without it: each word is
- * stored whole (relaxed atomic, a plain store on x86), so that the peek sees an old or a new value. */
+/* The bitmaps (the bins' and the spans' block starts) change only under the lock, but may_have_block
+ * and the pointer checks read them without it: each word is stored whole (relaxed atomic, a plain
+ * store on x86), so that a reader sees an old or a new value. */
 static void publish_bitmap(uint32_t *word, uint32_t value)
 {
     __atomic_store_n(word, value, __ATOMIC_RELAXED);
@@ -124,14 +125,14 @@ static void mark_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
     uint32_t *word = &block_start_bitmap(span)[index / 32];
-    __atomic_store_n(word, *word | 1u << (index % 32), __ATOMIC_RELAXED);
+    publish_bitmap(word, *word | 1u << (index % 32));
 }
 
 static void clear_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
     uint32_t *word = &block_start_bitmap(span)[index / 32];
-    __atomic_store_n(word, *word & ~(1u << (index % 32)), __ATOMIC_RELAXED);
+    publish_bitmap(word, *word & ~(1u << (index % 32)));
     /* A stale header left behind would let a stale pointer pass the status check. */
     fm5_status_store(user, 0);
 }

@@ -57,8 +57,9 @@ static void *feed(fm5_small_manager *manager)
             FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
             char *user = block_at(span, next_offset);
             FM5_ASSERT(fm5_status_load(user) == (status_for(span, user) | FM5_STATUS_FREE));
-            /* A walk under the lock may be reading it: one whole store. */
-            fm5_status_store(user, status_for(span, user));
+            /* A walk under the lock may be reading it: one whole load and store (the asm clears the
+             * same bit). */
+            fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
             return user;
         }
     }
