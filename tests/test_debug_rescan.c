@@ -62,6 +62,18 @@ static void sweep_header_and_footer(uint8_t *p, size_t n)
 
 static const size_t larger_sizes[] = {100, 1000, 2600, 3000, 20000};
 
+/* A freed block of n bytes with a live neighbour on either side, which keep it where it is (nothing
+ * merges with it or reuses it while the test changes and restores it). 0 if an allocation failed. */
+static int free_between_live_neighbours(size_t n, void **left, uint8_t **freed, void **right)
+{
+    *left = FastMM_GetMem(n);
+    *freed = FastMM_GetMem(n);
+    *right = FastMM_GetMem(n);
+    if (!CHECK(*left && *freed && *right))
+        return 0;
+    return CHECK_EQ_INT(FastMM_FreeMem(*freed), 0);
+}
+
 static void freed_blocks(void)
 {
     SECTION("freed blocks: every byte changed, scanned, restored, scanned");
@@ -69,13 +81,10 @@ static void freed_blocks(void)
     size_t count = 70 + sizeof larger_sizes / sizeof larger_sizes[0];
     for (size_t i = 0; i < count; i++) {
         size_t n = i < 70 ? i + 1 : larger_sizes[i - 70];
-        /* A live neighbour on either side keeps the freed block where it is. */
-        void *left = FastMM_GetMem(n);
-        uint8_t *p = FastMM_GetMem(n);
-        void *right = FastMM_GetMem(n);
-        if (!CHECK(left && p && right))
+        uint8_t *p;
+        void *left, *right;
+        if (!free_between_live_neighbours(n, &left, &p, &right))
             continue;
-        CHECK_EQ_INT(FastMM_FreeMem(p), 0);
         scan_expect(0, p, "untouched", n, 0);
         sweep_bytes(p, n, p, n, "user");
         sweep_header_and_footer(p, n);
@@ -119,12 +128,10 @@ static void folded_reports(void)
     static const size_t sizes[] = {40, 5000};
     for (size_t i = 0; i < 2; i++) {
         size_t n = sizes[i];
-        void *left = FastMM_GetMem(n);
-        uint8_t *p = FastMM_GetMem(n);
-        void *right = FastMM_GetMem(n);
-        if (!CHECK(left && p && right))
+        uint8_t *p;
+        void *left, *right;
+        if (!free_between_live_neighbours(n, &left, &p, &right))
             continue;
-        CHECK_EQ_INT(FastMM_FreeMem(p), 0);
         char text[TU_EVENT_TEXT];
         p[n / 2] ^= 0x01;
         scan_expect(1, p, "first scan, user", n, n / 2);
