@@ -28,8 +28,9 @@ endforeach()
 # Tests keep their asserts (the library's build type adds -DNDEBUG only to the library's flags here).
 string(REPLACE "-DNDEBUG" "" CMAKE_C_FLAGS_RELWITHDEBINFO "${CMAKE_C_FLAGS_RELWITHDEBINFO}")
 
-# ASan's own options for every test: no leak checking of the test programs' own C-heap bookkeeping
-# would be wrong to skip, so it stays on; abort_on_error makes a report a clear failure.
+# The sanitizers' options for every test: ASan's leak check stays on (the tests' own C-heap use must
+# be clean too), a user SIGSEGV handler is allowed (fm5's release guard, src/base/os.h), and UBSan and
+# TSan stop at their first report.
 set(FM5_SANITIZER_ENVIRONMENT
     "ASAN_OPTIONS=abort_on_error=0:detect_leaks=1:allow_user_segv_handler=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"

@@ -58,8 +58,10 @@ int fm5_os_fault_due(unsigned kind);
  * and has not mapped again, the handler (a vectored exception handler on Windows,
  * a SIGSEGV handler on POSIX) maps a read-only zero granule there (a tombstone) and resumes; the check
  * then reads zeros, which no valid block has, and fails as for any other bad pointer. The free path
- * pays nothing: no flag, no fence, no extra load. At most FM5_OS_TOMBSTONES stand at once, each 64 KB
- * of address space and no memory: making one more unmaps the oldest. That is safe at any time, since a
+ * pays nothing: no flag, no fence, no extra load. At most FM5_OS_TOMBSTONES granule tombstones stand
+ * at once, each 64 KB of address space and no memory: making one more unmaps the oldest. (On POSIX,
+ * where another mapping may hold part of the granule, a tombstone may be one page instead; those are
+ * never unmapped, at most 4096 of them.) That is safe at any time, since a
  * check still reading an unmapped tombstone faults again and gets a new one (the granule stays marked
  * released until fm5 maps it again). Faults that are not this one go to the handler that was there
  * before. */
