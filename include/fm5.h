@@ -316,6 +316,11 @@ FM5_API void *FM5_CALL fm5_realloc(void *p, size_t size);
 FM5_API void FM5_CALL fm5_free(void *p);
 /* The usable size of a block (0 for NULL or an invalid pointer). */
 FM5_API size_t FM5_CALL fm5_usable_size(void *p);
+/* Whether `p` lies in memory fm5 has mapped (1) or not (0), without reading it and without an event:
+ * how a program that replaces another allocator mid-run (malloc redirection, a Pascal memory-manager
+ * unit) tells fm5's blocks from those the previous heap handed out. It answers for the address only:
+ * 1 does not mean `p` is a live block's start (FastMM_FreeMem still checks that and reports misuse). */
+FM5_API int FM5_CALL fm5_owns(const void *p);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,8 @@
  *     hand out even when they reuse a block just freed with other content (small, medium, large);
  *     fm5_realloc(NULL, n) allocates, fm5_realloc(p, 0) frees; fm5_free(NULL) does nothing;
  *     fm5_usable_size agrees with FastMM_BlockMaximumUserBytes; FastMM_ReallocMem rejects NULL and 0;
+ *   - fm5_owns answers 1 for every byte of small, medium and large blocks and 0 for the stack, a
+ *     static, another heap's block and NULL, with no event;
  *   - optimization strategies 0/1/2 are accepted and reported, others refused with an event;
  *   - minimum alignments nest (the coarsest entered applies), unbalanced or invalid values are
  *     refused with an event, and blocks follow the alignment in force;
@@ -142,6 +144,31 @@ static void realloc_semantics(void)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+
+static void ownership(void)
+{
+    SECTION("fm5_owns: fm5's blocks against other memory");
+    static const size_t sizes[] = {1, 64, 2000, 3000, 60000, 300000, 600000, 3000000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = fm5_malloc(sizes[i]);
+        if (!CHECK(p != NULL))
+            continue;
+        size_t usable = fm5_usable_size(p);
+        CHECK_MSG(fm5_owns(p) && fm5_owns(p + usable / 2) && fm5_owns(p + usable - 1),
+                  "fm5_owns misses a block of %zu bytes at %p", sizes[i], (void *)p);
+        fm5_free(p);
+    }
+    int local = 0;
+    static int in_image;
+    void *foreign = malloc(100);
+    CHECK_EQ_INT(fm5_owns(&local), 0);
+    CHECK_EQ_INT(fm5_owns(&in_image), 0);
+    CHECK_EQ_INT(fm5_owns(NULL), 0);
+    if (CHECK(foreign != NULL))
+        CHECK_EQ_INT(fm5_owns(foreign), 0);
+    free(foreign);
+    CHECK_EQ_INT(tu_events_total(), 0);
+}
 
 static void strategies(void)
 {
@@ -500,6 +527,7 @@ int main(void)
     malloc_zero();
     zeroing();
     realloc_semantics();
+    ownership();
     strategies();
     alignment();
     heap_accounting();

@@ -1,5 +1,6 @@
 /* The C standard family on top of the FastMM5 entry points, with C (and Microsoft CRT) semantics. */
 #include "fm5.h"
+#include "base/address_map.h"
 #include <stdint.h>
 
 void *FM5_CALL fm5_malloc(size_t size)
@@ -34,4 +35,9 @@ void FM5_CALL fm5_free(void *p)
 size_t FM5_CALL fm5_usable_size(void *p)
 {
     return p ? FastMM_BlockMaximumUserBytes(p) : 0;
+}
+
+int FM5_CALL fm5_owns(const void *p)
+{
+    return fm5_granule_owner((uintptr_t)p) != FM5_GRANULE_NOT_OURS;
 }
