@@ -9,6 +9,7 @@
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
 #include "debug/debug_blocks.h"
+#include "debug/stack_unwind.h"
 #include "reports/leak_report.h"
 #ifdef FM5_WINDOWS
 #include <windows.h>
@@ -64,6 +65,15 @@ void fm5_initialize(void)
     apply_environment_settings();
 }
 
+void fm5_shut_down(void)
+{
+#if defined(FM5_WINDOWS) && defined(FM5_64BIT)
+    fm5_unwind_shut_down();
+#endif
+    fm5_report_leaks_at_shutdown();
+    fm5_os_remove_release_guard();
+}
+
 #if defined(FM5_WINDOWS) && !defined(FM5_STATIC)
 BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
 {
@@ -71,10 +81,8 @@ BOOL WINAPI DllMain(HINSTANCE instance, DWORD reason, LPVOID reserved)
     (void)reserved;
     if (reason == DLL_PROCESS_ATTACH)
         fm5_initialize();
-    else if (reason == DLL_PROCESS_DETACH) {
-        fm5_report_leaks_at_shutdown();
-        fm5_os_remove_release_guard();
-    }
+    else if (reason == DLL_PROCESS_DETACH)
+        fm5_shut_down();
     return TRUE;
 }
 #endif
@@ -87,7 +95,6 @@ __attribute__((constructor)) static void fm5_load(void)
 
 __attribute__((destructor)) static void fm5_unload(void)
 {
-    fm5_report_leaks_at_shutdown();
-    fm5_os_remove_release_guard();
+    fm5_shut_down();
 }
 #endif

@@ -22,6 +22,10 @@ int fm5_unwind_stack(void **frames, unsigned count, unsigned skip, uintptr_t own
 /* Statistics for tests: cache hits and misses since start-up, and whether module unloads empty the
  * cache (0 when the loader offers no notifications; the cache is then not used). */
 void fm5_unwind_statistics(size_t *hits, size_t *misses, int *unload_notifications);
+
+/* Unregisters the module-unload notification: the loader would otherwise call into fm5's code after
+ * a DLL that holds fm5 (BorlndMM.dll, say) was unloaded. From the DLL's process detach. */
+void fm5_unwind_shut_down(void);
 #endif
 
 #endif

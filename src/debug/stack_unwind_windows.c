@@ -260,6 +260,10 @@ static step cached_step(uintptr_t pc, walk_counts *counts)
 typedef void(CALLBACK *dll_notification_fn)(ULONG reason, const void *data, void *context);
 typedef LONG(NTAPI *register_dll_notification_fn)(ULONG flags, dll_notification_fn callback, void *context,
                                                   void **cookie);
+typedef LONG(NTAPI *unregister_dll_notification_fn)(void *cookie);
+
+/* The registration's cookie, for fm5_unwind_shut_down; NULL while there is none. */
+static void *notification_cookie;
 
 static void CALLBACK on_dll_notification(ULONG reason, const void *data, void *context)
 {
@@ -281,11 +285,28 @@ static void set_up_cache(void)
             ntdll ? (register_dll_notification_fn)(void (*)(void))GetProcAddress(ntdll, "LdrRegisterDllNotification")
                   : NULL;
         void *cookie = NULL;
-        if (register_notification && register_notification(0, on_dll_notification, NULL, &cookie) == 0)
+        if (register_notification && register_notification(0, on_dll_notification, NULL, &cookie) == 0) {
+            notification_cookie = cookie;
             cache_enabled = 1;
+        }
         __atomic_store_n(&cache_state, 1, __ATOMIC_RELEASE);
     }
     fm5_unlock(&setup_lock);
+}
+
+void fm5_unwind_shut_down(void)
+{
+    void *cookie = __atomic_exchange_n(&notification_cookie, NULL, __ATOMIC_ACQ_REL);
+    if (!cookie)
+        return;
+    /* No walk may use the cache once nothing empties it when modules unload. */
+    __atomic_store_n(&cache_enabled, 0, __ATOMIC_RELEASE);
+    HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+    unregister_dll_notification_fn unregister_notification =
+        ntdll ? (unregister_dll_notification_fn)(void (*)(void))GetProcAddress(ntdll, "LdrUnregisterDllNotification")
+              : NULL;
+    if (unregister_notification)
+        unregister_notification(cookie);
 }
 
 /* ---- fm5's own frames: learned prefixes ---------------------------------------------------------
