@@ -16,6 +16,7 @@
 #include "debug/debug_freed_object.h"
 #include "debug/debug_mode.h"
 #include "debug/erase_modes.h"
+#include "api/sharing.h"
 #include "base/os.h"
 
 /* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
@@ -32,6 +33,7 @@ _Static_assert(sizeof(((fm5_small_manager *)0)->gate.pending_free_list) == FM5_P
 _Static_assert(sizeof fm5_debug_mode_active == 4, "asm/ tests debug mode as a dword");
 _Static_assert(sizeof fm5_erase_allocated_active == 4 && sizeof fm5_erase_freed_active == 4,
                "asm/ tests the erase modes as dwords");
+_Static_assert(sizeof fm5_using_shared_manager == 4, "asm/ tests the shared-manager switch as a dword");
 _Static_assert(sizeof fm5_cpu_has_sse2 == 1, "asm/ tests SSE2 as a byte");
 #ifdef FM5_32BIT
 _Static_assert(sizeof fm5_granule_owners[0] == 1, "asm/ reads the address map as bytes");

@@ -189,7 +189,9 @@ enum FastMM_EventKind {
     FastMM_EventVirtualCallOnFreedObject = 12,  /* a virtual method was called through a freed object */
     FastMM_EventMemoryLeak = 13,                /* one leaked block, or the summary of a leak report */
     FastMM_EventDebugModeReport = 14,           /* other debug-mode output, such as a state log */
-    FastMM_EventReleaseFailed = 15              /* the OS refused to take memory back: still mapped and counted */
+    FastMM_EventReleaseFailed = 15,             /* the OS refused to take memory back: still mapped and counted */
+    FastMM_EventCannotSwitchWithLivePointers = 16 /* FastMM_AttemptToUseSharedMemoryManager while fm5 holds
+                                                     live blocks */
 };
 
 typedef struct FastMM_Event {
@@ -300,6 +302,26 @@ FM5_API int FM5_CALL FastMM_LogStateToFile(const char *utf8_path);
  * the environment turns it on). */
 FM5_API void FM5_CALL FastMM_SetReportMemoryLeaksOnShutdown(int report);
 FM5_API int FM5_CALL FastMM_GetReportMemoryLeaksOnShutdown(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Memory-manager sharing (Windows), by FastMM5's protocol: a named file mapping,
+ * Local\FastMM_PID_XXXXXXXX (the process id in eight upper-case hex digits), holds a pointer to the
+ * sharing module's Delphi TMemoryManagerEx (GetMem, FreeMem, ReallocMem, AllocMem and the two
+ * expected-leak entries, in Delphi's default calling convention: "register" on Win32, the platform's
+ * on Win64). So fm5 and modules built with FastMM5 (or any manager that follows the protocol, such as
+ * Delphi's SimpleShareMem) share one heap in either direction.
+ * ---------------------------------------------------------------------------------------------- */
+
+/* Publishes fm5 as this process's shared memory manager. Returns 1, or 0 when fm5 already shares or
+ * uses another module's manager, or another module already shares. The mapping lives until fm5 unloads. */
+FM5_API int FM5_CALL FastMM_ShareMemoryManager(void);
+/* Makes fm5 allocate through the manager another module shares: from then on FastMM_GetMem,
+ * FastMM_AllocMem, FastMM_ReallocMem and FastMM_FreeMem (and the fm5_* C family) go to it, for the
+ * rest of the process (size queries and walks see only fm5's own blocks, of which there are none).
+ * fm5 switches only while it holds no live block: otherwise it reports
+ * FastMM_EventCannotSwitchWithLivePointers and returns 0. Returns 1 when it switched (or already had,
+ * or fm5 is itself the shared manager), 0 when no module shares. */
+FM5_API int FM5_CALL FastMM_AttemptToUseSharedMemoryManager(void);
 
 /* ------------------------------------------------------------------------------------------------
  * C standard family, with C semantics, for drop-in use

@@ -1,10 +1,10 @@
 ; FastMM_GetMem for Win64. C twin: fm5_c_get_mem (src/memory_manager.c) with the first pass of
-; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the
-; first partially-free span when the manager is idle and its lock can be had, else feed the next block
-; from the end of the current span lock-free. What the first pass cannot do here - blocks waiting on a
-; pending-free list, a freed debug block that must be checked before reuse, a new span, sizes above the
-; small range (straight to the medium and large managers), debug and erase modes - tail-jumps to the
-; C twin, which starts over.
+; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the first
+; partially-free span when the manager is idle and its lock can be had, else feed the next block from the
+; end of the current span lock-free. What the first pass cannot do here - blocks waiting on a pending-
+; free list, a freed debug block that must be checked before reuse, a new span, sizes above the small
+; range (straight to the medium and large managers), debug and erase modes, a shared manager in use
+; (api/sharing.h) - tail-jumps to the C twin, which starts over.
 ; In: rcx = size. Out: rax = the block.
 
 default rel
@@ -18,10 +18,12 @@ extern fm5_small_lookup
 extern fm5_small_managers
 extern fm5_debug_mode_active
 extern fm5_erase_allocated_active
+extern fm5_using_shared_manager
 
 ROUTINE FastMM_GetMem
     mov eax, [fm5_debug_mode_active]
     or eax, [fm5_erase_allocated_active]
+    or eax, [fm5_using_shared_manager]
     jnz .c_twin
     cmp rcx, FM5_MAXIMUM_SMALL_USER_SIZE
     ja fm5_release_get_mem

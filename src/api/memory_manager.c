@@ -1,7 +1,9 @@
 /* FastMM5's core entry points: the release engine (blocks/release_engine.h) unless debug mode or an
- * erase mode is on, debug blocks to debug mode, and every refusal reported as an event. */
+ * erase mode is on, debug blocks to debug mode, another module's manager once fm5 uses it
+ * (api/sharing.h), and every refusal reported as an event. */
 #include "fm5.h"
 #include "api/asm_twins.h"
+#include "api/sharing.h"
 #include "blocks/release_engine.h"
 #include "blocks/block_identity.h"
 #include "blocks/block_status.h"
@@ -13,6 +15,8 @@
 
 static FM5_NOINLINE void *get_mem_diverted(size_t size)
 {
+    if (fm5_using_shared_manager)
+        return fm5_shared_get_mem(size);
     if (fm5_debug_mode_active)
         return fm5_debug_get_mem(size, 0);
     void *p = fm5_release_get_mem_inline(size);
@@ -27,7 +31,7 @@ static FM5_NOINLINE void *get_mem_diverted(size_t size)
 /* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. */
 void *FM5_CALL fm5_c_get_mem(size_t size)
 {
-    if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active))
+    if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active | fm5_using_shared_manager))
         return get_mem_diverted(size);
     return fm5_release_get_mem_inline(size);
 }
@@ -38,6 +42,8 @@ void *FM5_CALL FastMM_GetMem(size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_get_mem)
 
 void *FM5_CALL FastMM_AllocMem(size_t size)
 {
+    if (FM5_UNLIKELY(fm5_using_shared_manager))
+        return fm5_shared_alloc_mem(size);
     if (FM5_UNLIKELY(fm5_debug_mode_active))
         return fm5_debug_get_mem(size, 1);
     void *p = fm5_release_get_mem_inline(size);
@@ -68,6 +74,8 @@ FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
         memset(p, 0x80, fm5_live_block_usable_size(p, identity, &facts));
     if (FM5_LIKELY(identity >= FM5_LIVE_SMALL_BLOCK) && FM5_LIKELY(fm5_release_free_block(p, identity, &facts) == 0))
         return 0;
+    if (identity == FM5_NOT_A_BLOCK && fm5_using_shared_manager)
+        return fm5_shared_free_mem(p);
     if (identity == FM5_NOT_A_BLOCK)
         fm5_event_report(FastMM_EventInvalidFree, p, 0, facts.problem);
     else
@@ -107,6 +115,8 @@ FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity < FM5_LIVE_SMALL_BLOCK) {
+        if (identity == FM5_NOT_A_BLOCK && fm5_using_shared_manager)
+            return fm5_shared_realloc_mem(p, new_size);
         if (identity == FM5_NOT_A_BLOCK)
             fm5_event_report(FastMM_EventInvalidRealloc, p, new_size, facts.problem);
         else

@@ -1,5 +1,6 @@
 /* Set-up at load (managers, processor features, environment settings) and the leak report at unload. */
 #include "api/startup.h"
+#include "api/sharing.h"
 #include "fm5.h"
 #include "base/os.h"
 #include "base/memory_usage.h"
@@ -67,6 +68,9 @@ void fm5_initialize(void)
 
 void fm5_shut_down(void)
 {
+#ifdef FM5_WINDOWS
+    fm5_stop_sharing();
+#endif
 #if defined(FM5_WINDOWS) && defined(FM5_64BIT)
     fm5_unwind_shut_down();
 #endif

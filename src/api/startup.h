@@ -7,9 +7,10 @@
  * unload; FM5_STACK_DEPTH=n sets the stack-trace depth (0..64); FM5_LOG=path sets the event log file;
  * FM5_LEAK_REPORT=1 or 0 turns the leak report at unload on or off. */
 void fm5_initialize(void);
-/* What the DLL does when it unloads: reports leaks when asked to, unregisters the Win64 unwinder's
- * module notification and removes the release guard. Called once, from DllMain's process detach or the shared object's
- * destructor (or BorlndMM.dll's DllMain, which builds on fm5_static). */
+/* What the DLL does when it unloads: stops sharing (api/sharing.h), reports leaks when asked to,
+ * unregisters the Win64 unwinder's module notification and removes the release guard. Called once,
+ * from DllMain's process detach or the shared object's destructor (or BorlndMM.dll's DllMain, which
+ * builds on fm5_static). */
 void fm5_shut_down(void);
 
 #endif

@@ -37,6 +37,7 @@ const char *fm5_event_kind_name(int kind)
     case FastMM_EventMemoryLeak: return "Memory leak";
     case FastMM_EventDebugModeReport: return "Debug mode report";
     case FastMM_EventReleaseFailed: return "Memory release refused";
+    case FastMM_EventCannotSwitchWithLivePointers: return "Cannot switch to the shared memory manager";
     default: return "Event";
     }
 }
