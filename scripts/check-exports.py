@@ -5,6 +5,10 @@
       The DLL exports exactly the functions that fm5.h declares, undecorated, and imports from
       KERNEL32.dll and msvcrt.dll only. The .def must list the same names.
 
+  check-exports.py dll --readobj llvm-readobj --def borlndmm/BorlndMM_32.def BorlndMM.dll
+      Without --header: the DLL exports exactly the names the .def lists (BorlndMM.dll's), with the
+      same import rule.
+
   check-exports.py msvc-lib --readobj llvm-readobj --header include/fm5.h --bits 32 fm5_32.lib
       The MSVC import library has one member per header function, with the symbols a compiler
       references (i686: _name and __imp__name, the cdecl decoration) and an import by the plain name.
@@ -49,7 +53,8 @@ def def_exports(path):
             if line.upper() == "EXPORTS":
                 in_exports = True
             elif in_exports:
-                names.add(line.split()[0])
+                # `name`, `name = internal` or `"@mangled$name" = internal`.
+                names.add(line.split("=", 1)[0].strip().strip('"'))
     return names
 
 
@@ -79,10 +84,15 @@ def fail(problems):
 
 
 def check_dll(args):
-    wanted = header_functions(args.header)
     problems = []
-    if args.def_file:
-        problems += compare(f"{args.def_file} vs fm5.h", wanted, def_exports(args.def_file))
+    if args.header:
+        wanted, source = header_functions(args.header), "fm5.h"
+        if args.def_file:
+            problems += compare(f"{args.def_file} vs fm5.h", wanted, def_exports(args.def_file))
+    elif args.def_file:
+        wanted, source = def_exports(args.def_file), args.def_file
+    else:
+        fail(["dll needs --header, --def or both"])
 
     exports = set()
     for block in re.findall(r"^Export \{\n(.*?)^\}", readobj(args.readobj, "--coff-exports", args.binary),
@@ -91,7 +101,7 @@ def check_dll(args):
         ordinal = re.search(r"^\s*Ordinal: (\d+)$", block, flags=re.M)
         # An export by ordinal only is an extra too.
         exports.add(name.group(1) if name else f"<ordinal {ordinal.group(1) if ordinal else '?'}>")
-    problems += compare("DLL exports vs fm5.h", wanted, exports)
+    problems += compare(f"DLL exports vs {source}", wanted, exports)
 
     imports_text = readobj(args.readobj, "--coff-imports", args.binary)
     imported_dlls = re.findall(r"^(?:Delay)?Import \{\s*\n\s*Name: (\S+)$", imports_text, flags=re.M)
@@ -104,7 +114,7 @@ def check_dll(args):
 
     if problems:
         fail(problems)
-    print(f"OK: the {len(wanted)} functions of fm5.h are exported undecorated, nothing else")
+    print(f"OK: the {len(wanted)} names of {source} are exported as written there, nothing else")
 
 
 def check_msvc_lib(args):
@@ -152,9 +162,10 @@ def main():
     dll.add_argument("--def", dest="def_file")
     lib = sub.add_parser("msvc-lib")
     lib.add_argument("--bits", type=int, choices=(32, 64), required=True)
+    dll.add_argument("--header")
+    lib.add_argument("--header", required=True)
     for p in (dll, lib):
         p.add_argument("--readobj", default="llvm-readobj")
-        p.add_argument("--header", required=True)
         p.add_argument("binary")
     args = parser.parse_args()
     if args.command == "dll":
