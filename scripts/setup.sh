@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Installs the cross toolchain and Wine that fm5's build and tests need, on Debian 12.
+# Installs the cross toolchain and Wine that fm5's build and tests need, on Debian 12, then builds
+# Free Pascal's Windows targets for the Pascal tests (scripts/setup-fpc.sh, into build/fpc).
 # Idempotent: it returns at once when every tool is present.
 set -euo pipefail
+fpc_windows=$(dirname "${BASH_SOURCE[0]}")/setup-fpc.sh
 
 need_install() {
     local tool
     for tool in x86_64-w64-mingw32-gcc i686-w64-mingw32-gcc nasm cmake ninja wine \
-                llvm-dlltool llvm-nm lld-link clang python3; do
+                llvm-dlltool llvm-nm lld-link clang python3 fpc ppcx64 fpcmake; do
         command -v "$tool" >/dev/null 2>&1 || return 0
     done
+    # The Pascal tests: Debian's fpc targets Linux; setup-fpc.sh builds the Windows units from these.
+    [ -f /usr/share/fpcsrc/3.2.2/rtl/win64/Makefile.fpc ] || return 0
     # Debian keeps both loaders off PATH; `wine` picks the one that matches the executable.
     [ -x /usr/lib/wine/wine64 ] || return 0
     [ -x /usr/lib/wine/wine ] || return 0
@@ -23,7 +27,7 @@ need_install() {
 }
 
 if ! need_install; then
-    exit 0
+    exec "$fpc_windows"
 fi
 
 SUDO=""
@@ -32,7 +36,7 @@ if [ "$(id -u)" != 0 ]; then
     SUDO=sudo
 fi
 
-echo "setup: installing MinGW-w64, NASM, CMake, Wine (amd64 + i386), LLVM/lld, clang's sanitizers ..." >&2
+echo "setup: installing MinGW-w64, NASM, CMake, Wine (amd64 + i386), LLVM/lld, clang's sanitizers, Free Pascal ..." >&2
 export DEBIAN_FRONTEND=noninteractive
 
 if ! dpkg --print-foreign-architectures | grep -qx i386; then
@@ -99,7 +103,7 @@ fi
 log=$(mktemp)
 if ! $SUDO apt-get install -y -qq --no-install-recommends "${downgrade[@]}" \
     make cmake ninja-build python3 mingw-w64 nasm clang lld llvm libclang-rt-14-dev \
-    wine wine64 "${i386_roots[@]}" "${align[@]}" >"$log" 2>&1; then
+    wine wine64 "${i386_roots[@]}" fpc fp-utils fpc-source-3.2.2 "${align[@]}" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     rm -f "$log"
     echo "setup: apt-get install failed" >&2
@@ -112,3 +116,4 @@ if need_install; then
     exit 1
 fi
 echo "setup: done" >&2
+exec "$fpc_windows"
