@@ -1,6 +1,6 @@
 # fm5's entry points; the build itself is CMake (CMakePresets.json).
 #   make        install what is missing, build win32 and win64, ship the DLLs (fm5_NN.dll, BorlndMM.dll)
-#               into win32/ and win64/
+#               and the Pascal unit into win32/ and win64/
 #   make test   build and test every preset in VARIANTS; closes with "N passed, N failed"
 #   make fuzz   a timed run of the host build's libFuzzer harness (FUZZ_SECONDS, default 60)
 #   make clean  remove the build trees and the shipped files
@@ -10,17 +10,19 @@ VARIANTS ?= win32 win64 win32-c win64-c win32-checked win64-checked win32-scalar
 
 FUZZ_SECONDS ?= 60
 
-SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h win32/BorlndMM.dll
-SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h win64/BorlndMM.dll
+SHIP_32 := win32/fm5_32.dll win32/fm5_32.lib win32/libfm5_32.dll.a win32/fm5.h win32/BorlndMM.dll win32/fm5mm.pas
+SHIP_64 := win64/fm5_64.dll win64/fm5_64.lib win64/libfm5_64.dll.a win64/fm5.h win64/BorlndMM.dll win64/fm5mm.pas
 
 .PHONY: all setup build test bench fuzz clean
 
 # copy_if_different keeps the shipped files' times when nothing changed.
 all: build
 	@cmake -E copy_if_different build/win32/bin/fm5_32.dll build/win32/lib/fm5_32.lib \
-		build/win32/lib/libfm5_32.dll.a include/fm5.h build/win32/bin/BorlndMM.dll win32/
+		build/win32/lib/libfm5_32.dll.a include/fm5.h build/win32/bin/BorlndMM.dll \
+		pascal/fm5mm.pas win32/
 	@cmake -E copy_if_different build/win64/bin/fm5_64.dll build/win64/lib/fm5_64.lib \
-		build/win64/lib/libfm5_64.dll.a include/fm5.h build/win64/bin/BorlndMM.dll win64/
+		build/win64/lib/libfm5_64.dll.a include/fm5.h build/win64/bin/BorlndMM.dll \
+		pascal/fm5mm.pas win64/
 	@echo "shipped: $(SHIP_32) $(SHIP_64)"
 
 setup:
