@@ -344,6 +344,33 @@ FM5_API size_t FM5_CALL fm5_usable_size(void *p);
  * 1 does not mean `p` is a live block's start (FastMM_FreeMem still checks that and reports misuse). */
 FM5_API int FM5_CALL fm5_owns(const void *p);
 
+/* ------------------------------------------------------------------------------------------------
+ * Malloc redirection (Windows only): the C runtime's heap functions served by fm5
+ * ---------------------------------------------------------------------------------------------- */
+
+#if defined(_WIN32)
+/* Points the heap functions that every loaded module imports from msvcrt.dll or from the Universal CRT
+ * (ucrtbase.dll, api-ms-win-crt-heap-l1-1-0.dll, api-ms-win-crt-string-l1-1-0.dll) at fm5, by
+ * rewriting the modules' import address tables, and does the same for every module loaded later
+ * (before its DllMain runs). Replaced: malloc, calloc, realloc, free, _msize, _expand, _recalloc,
+ * _strdup, _wcsdup, _aligned_malloc, _aligned_free, _aligned_realloc, _aligned_recalloc,
+ * _aligned_msize, and msvcrt's operator new, new[], delete and delete[]. fm5's own imports are left
+ * alone. Call it first thing in main (or set FM5_REDIRECT=1 in the environment: the DLL then does it
+ * when it loads).
+ * A pointer the runtime handed out before the switch (or allocates internally later) is recognised
+ * with fm5_owns and freed, measured and resized by its own runtime; realloc/_recalloc move such a
+ * block into fm5, the aligned functions leave it where it is. A pointer that is neither fm5's nor a
+ * live block of the runtime's heap is refused with an event, as fm5_free does.
+ * Limits: a statically linked C runtime, a function pointer taken with GetProcAddress before or after
+ * the switch, and delay-loaded imports are not redirected; memory a runtime allocated internally and
+ * the program frees is routed back to that runtime, but memory from fm5 handed to a runtime function
+ * that frees it internally is not supported (the runtime would not know it).
+ * Once called, fm5 is pinned: FreeLibrary no longer unloads it. Idempotent and thread-safe: a second
+ * call patches only what was missed (normally nothing). Returns the number of import slots rewritten
+ * by this call (0 or more), or -1 if redirection could not be set up (nothing was changed). */
+FM5_API int FM5_CALL fm5_redirect_crt(void);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,6 +49,12 @@ static void apply_environment_settings(void)
     }
     if (read_number("FM5_LEAK_REPORT", &value))
         FastMM_SetReportMemoryLeaksOnShutdown(value != 0);
+#if defined(FM5_WINDOWS) && !defined(FM5_STATIC)
+    /* Malloc redirection from the start (fm5.h): in DllMain, under the loader lock, which it takes
+     * anyway; it only reads loaded images, rewrites import slots and registers a load notification. */
+    if (read_number("FM5_REDIRECT", &value) && value)
+        fm5_redirect_crt();
+#endif
 }
 
 void fm5_initialize(void)
