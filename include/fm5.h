@@ -61,8 +61,9 @@ FM5_API void *FM5_CALL FastMM_ReallocMem(void *p, size_t new_size);
 /* As FastMM_GetMem, and the block's first `size` bytes are zero. */
 FM5_API void *FM5_CALL FastMM_AllocMem(size_t size);
 
-/* The number of bytes the block can hold (at least what was requested). 0 for an invalid pointer,
- * with an event. Cost: constant. */
+/* The number of bytes the block can hold (at least what was requested), all of which the program
+ * may write to; for a debug block exactly what was requested, since its footer follows at once (as
+ * in FastMM5). 0 for an invalid pointer, with an event. Cost: constant. */
 FM5_API size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p);
 
 /* The size requested for the block: exact for large blocks (and debug blocks); for small and medium

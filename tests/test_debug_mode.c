@@ -94,6 +94,13 @@ static void smoke_sizes(int debug)
                       "release GetMem(%zu): status %u, maximum %zu", n, tu_status_word(blocks[n]),
                       FastMM_BlockMaximumUserBytes(blocks[n]));
         tu_pattern_fill(blocks[n], n, tu_pattern_key(SEED, n, (uint64_t)debug));
+        /* Everything the maximum promises may be written: for a debug block exactly its size, since
+         * its footer follows (the checksums below would see a write into it). */
+        size_t maximum = FastMM_BlockMaximumUserBytes(blocks[n]);
+        if (debug)
+            CHECK_MSG(maximum == n, "debug GetMem(%zu): maximum %zu", n, maximum);
+        if (maximum > n)
+            memset(blocks[n] + n, 0x5A, maximum - n);
     }
     /* Verified only once every block is filled: overlapping blocks would show here. */
     for (size_t n = 1; n <= COUNT; n++) {

@@ -99,10 +99,14 @@ FM5_OPTIMISTIC_READER int FM5_CALL fm5_c_free_mem(void *p)
 int FM5_CALL FastMM_FreeMem(void *p) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_free_mem);
 #endif
 
+/* What the program may write to. A debug block's footer follows its requested size at once, so for
+ * a debug block that is all it may use, as FastMM5 answers: a caller that writes up to the usable
+ * size (Free Pascal's SetLength, a CRT's _msize) must not reach the footer. */
 static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)
 {
-    size_t usable = fm5_live_block_usable_size(p, identity, facts);
-    return identity == FM5_LIVE_DEBUG_BLOCK ? fm5_debug_maximum_user_size(p, usable) : usable;
+    if (identity == FM5_LIVE_DEBUG_BLOCK)
+        return fm5_debug_current_user_size(p);
+    return fm5_live_block_usable_size(p, identity, facts);
 }
 
 /* FastMM_ReallocMem's C twin; asm/ repeats the small-block test and the in-place rule, and jumps to

@@ -429,12 +429,6 @@ size_t fm5_debug_current_user_size(const void *user)
     return fm5_debug_header_of(user)->user_size;
 }
 
-size_t fm5_debug_maximum_user_size(const void *user, size_t outer_usable_after_header)
-{
-    size_t footer = fm5_debug_footer_size(fm5_debug_header_of(user)->stack_trace_entry_count);
-    return outer_usable_after_header > footer ? outer_usable_after_header - footer : 0;
-}
-
 void fm5_debug_report_freed_block_misuse(int kind, const void *user)
 {
     void *outer = fm5_debug_header_of(user);

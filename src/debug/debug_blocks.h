@@ -15,8 +15,6 @@ void *fm5_debug_realloc_mem(void *user, size_t new_size);
 /* Moves a live ordinary block into a new debug block (debug mode is active). */
 void *fm5_debug_realloc_ordinary(void *p, size_t available, size_t new_size);
 size_t fm5_debug_current_user_size(const void *user);
-/* What the block could hold in place, given what its outer block holds after the header. */
-size_t fm5_debug_maximum_user_size(const void *user, size_t outer_usable_after_header);
 /* Reports a free or reallocation of the freed debug block at `user`, with its history. */
 void fm5_debug_report_freed_block_misuse(int kind, const void *user);
 
