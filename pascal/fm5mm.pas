@@ -85,6 +85,7 @@ const
   FastMM_EventMemoryLeak = 13;
   FastMM_EventDebugModeReport = 14;
   FastMM_EventReleaseFailed = 15;
+  FastMM_EventCannotSwitchWithLivePointers = 16;
 
   { FastMM_DebugModeOption }
   FastMM_DebugNeverFreeSmallBlockSpans = 1;
@@ -259,6 +260,12 @@ procedure fm5_free(P: Pointer); cdecl; external FM5_DLL name 'fm5_free';
 function fm5_usable_size(P: Pointer): NativeUInt; cdecl; external FM5_DLL name 'fm5_usable_size';
 { 1 when the address lies in memory fm5 has mapped, 0 otherwise; no event. }
 function fm5_owns(P: Pointer): Integer; cdecl; external FM5_DLL name 'fm5_owns';
+
+{ Memory-manager sharing by FastMM5's protocol (fm5.h): publish fm5 to the process's other modules, or
+  make fm5 forward to the manager another module (a FastMM5-based host) shares. 1 on success. }
+function FastMM_ShareMemoryManager: Integer; cdecl; external FM5_DLL name 'FastMM_ShareMemoryManager';
+function FastMM_AttemptToUseSharedMemoryManager: Integer; cdecl;
+  external FM5_DLL name 'FastMM_AttemptToUseSharedMemoryManager';
 
 type
 {$ifdef FPC}
