@@ -19,21 +19,7 @@
 #include <string.h>
 #include "fm5.h"
 
-static int failures;
-#define CHECK(condition, ...) check((condition) != 0, __LINE__, #condition, __VA_ARGS__)
-static int check(int ok, int line, const char *text, const char *format, ...)
-{
-    if (!ok) {
-        va_list args;
-        va_start(args, format);
-        printf("FAIL line %d: %s: ", line, text);
-        vprintf(format, args);
-        printf("\n");
-        va_end(args);
-        failures++;
-    }
-    return ok;
-}
+#include "support/standalone_check.h"
 
 static int events[32];
 static void FM5_CALL count_event(const FastMM_Event *event, void *user)
