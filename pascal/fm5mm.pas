@@ -389,9 +389,8 @@ end;
 
 { The usable size, as SysMemSize: the bytes the caller may write without a ReAllocMem, which the RTL
   relies on (SetLength of a string writes up to MemSize in place). That is FastMM_BlockCurrentUserBytes:
-  the usable size of small and medium blocks, the requested size of large and of debug blocks. Not
-  FastMM_BlockMaximumUserBytes: a debug block's footer follows its requested size, and the maximum
-  counts the bytes beyond it. }
+  the usable size of small and medium blocks, the requested size of large and of debug blocks (a
+  debug block's footer follows its requested size at once). }
 function FM5MemSize(P: Pointer): PtrUInt;
 begin
   if P = nil then
