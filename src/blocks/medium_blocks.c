@@ -552,16 +552,20 @@ static int walk_span(fm5_medium_manager *manager, fm5_medium_span *span, unsigne
         if (size == 0)
             break;
         /* Set by the small manager after it has laid the span out (a release store): acquire. */
-        if (__atomic_load_n(&header->is_small_block_span, __ATOMIC_ACQUIRE) && !(header->status & FM5_STATUS_FREE)) {
+        /* A free queued on the pending list marks the status word while this walk holds the lock: one
+         * whole read of it. */
+        unsigned status = fm5_status_load(user);
+        if (__atomic_load_n(&header->is_small_block_span, __ATOMIC_ACQUIRE) && !(status & FM5_STATUS_FREE)) {
             int small = small_span_walker(user, visitor, context, timeout_ms);
             if (small == FM5_WALK_STOPPED)
                 return small;
             if (small == FM5_WALK_INCOMPLETE)
                 result = small;
-            continue;
+            if (small != FM5_WALK_NOT_A_SPAN)
+                continue;
         }
         fm5_walk_item block = { user, size, size - FM5_MEDIUM_HEADER_SIZE, FastMM_MediumBlock, arena,
-                                (header->status & FM5_STATUS_FREE) != 0, 0 };
+                                (status & FM5_STATUS_FREE) != 0, 0 };
         if (visitor(&block, context))
             return FM5_WALK_STOPPED;
     }

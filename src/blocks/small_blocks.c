@@ -91,7 +91,8 @@ static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *
         if (manager->feed_span == span)
             __atomic_store_n(&manager->feed_span, NULL, __ATOMIC_RELAXED);
         span->identity_tag = 0;
-        fm5_medium_header_of(span)->is_small_block_span = 0;
+        /* A walk of the medium arena may be reading the flag (medium_blocks.c's walk_span). */
+        __atomic_store_n(&fm5_medium_header_of(span)->is_small_block_span, 0, __ATOMIC_RELAXED);
         fm5_medium_free(span);
         return;
     }
@@ -275,6 +276,14 @@ int fm5_small_walk_span(void *span_address, fm5_walk_visitor visitor, void *cont
     fm5_small_manager *manager = span->manager;
     if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms))
         return FM5_WALK_INCOMPLETE;
+    /* The caller saw a span, but its manager may have freed the span's last block while this walk
+     * waited for the lock (free_locked clears the tag and the medium flag, then hands the block to the
+     * medium manager, whose lock the caller holds, so the block stays where it is, queued). */
+    if (span->identity_tag != fm5_small_span_tag(span) ||
+        !__atomic_load_n(&fm5_medium_header_of(span)->is_small_block_span, __ATOMIC_RELAXED)) {
+        fm5_unlock(&manager->gate.locked);
+        return FM5_WALK_NOT_A_SPAN;
+    }
     int result = FM5_WALK_COMPLETE;
     size_t span_size = fm5_medium_block_size(span);
     fm5_small_check_span(span);

@@ -22,7 +22,10 @@ typedef struct fm5_walk_item {
 /* Returns non-zero to stop the walk. */
 typedef int (*fm5_walk_visitor)(const fm5_walk_item *item, void *context);
 
-enum fm5_walk_result { FM5_WALK_COMPLETE = 1, FM5_WALK_INCOMPLETE = 0, FM5_WALK_STOPPED = -1 };
+/* FM5_WALK_NOT_A_SPAN comes only from a span walker: the block it was given stopped being a span
+ * between the caller's look and the span's lock (its last block was freed meanwhile); the caller then
+ * reports it as one of its own blocks. */
+enum fm5_walk_result { FM5_WALK_COMPLETE = 1, FM5_WALK_INCOMPLETE = 0, FM5_WALK_STOPPED = -1, FM5_WALK_NOT_A_SPAN = 2 };
 
 /* Walks the blocks of one span that a manager found inside another manager's block; returns an
  * fm5_walk_result. */

@@ -21,7 +21,7 @@ static int visit_for_public_walk(const fm5_walk_item *item, void *context)
     FastMM_WalkBlockInfo info = { item->address, item->block_size, item->usable_size, item->kind, item->arena,
                                   item->is_free, 0, 0, 0 };
     if ((item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)) &&
-        (*fm5_status_word(item->address) & FM5_STATUS_HAS_DEBUG_INFO)) {
+        (fm5_status_load(item->address) & FM5_STATUS_HAS_DEBUG_INFO)) {
         const fm5_debug_block_header *header = item->address;
         info.Address = fm5_debug_user_data(header);
         info.IsDebugBlock = 1;
