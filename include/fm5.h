@@ -70,7 +70,8 @@ FM5_API size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p);
  * blocks, which do not record it, the same as FastMM_BlockMaximumUserBytes. 0 for an invalid pointer. */
 FM5_API size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p);
 
-/* Releases every block waiting on a pending-free list whose arena can be locked now. Returns 1 when
+/* Releases every block waiting on a pending-free list whose arena can be locked now, and returns the
+ * large-block cache's regions to the OS (FastMM_SetLargeBlockCacheLimit). Returns 1 when
  * every list was drained, 0 when some arena stayed busy. */
 FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
 
@@ -86,7 +87,8 @@ typedef struct FastMM_HeapStatus {
     size_t TotalFree;        /* FreeSmall + FreeBig + Unused */
     size_t FreeSmall;        /* free small blocks */
     size_t FreeBig;          /* free medium blocks */
-    size_t Unused;           /* not yet carved from spans (sequential-feed remainders) */
+    size_t Unused;           /* not yet carved from spans (sequential-feed remainders), and large regions
+                                kept mapped in no block (the large-block cache, its regions' slack) */
     size_t Overhead;         /* span and block headers, bins and management structures */
     size_t HeapErrorCode;    /* always 0 */
 } FastMM_HeapStatus;
@@ -164,6 +166,16 @@ FM5_API void FM5_CALL FastMM_SetMemoryUsageLimit(size_t limit);
 FM5_API size_t FM5_CALL FastMM_GetMemoryUsageLimit(void);
 /* Bytes currently committed from the OS by fm5. */
 FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
+
+/* Freed large blocks (of one mapping) are kept mapped in a small cache, at most 8 regions and this
+ * many bytes (32 MB by default), each for at most a second, so that allocating and freeing buffers of
+ * a few MiB in a loop does not pay the OS each time: a request takes a cached region of up to twice
+ * its size (its usable size is still that of the request). 0 turns the cache off. Setting a lower limit
+ * returns what no longer fits; FastMM_ProcessAllPendingFrees returns everything the cache holds.
+ * The cached bytes count in FastMM_GetCurrentMemoryUsage and against the usage limit (the cache gives
+ * way first). Debug mode caches nothing, so that a use of a freed large block faults. */
+FM5_API void FM5_CALL FastMM_SetLargeBlockCacheLimit(size_t bytes);
+FM5_API size_t FM5_CALL FastMM_GetLargeBlockCacheLimit(void);
 
 /* How often a thread found every arena of a kind locked and had to yield (SwitchToThread). The counts
  * are statistics: updated without atomics, so concurrent increments may be lost. */

@@ -179,6 +179,11 @@ procedure FastMM_SetMemoryUsageLimit(Limit: NativeUInt); cdecl;
 function FastMM_GetMemoryUsageLimit: NativeUInt; cdecl; external FM5_DLL name 'FastMM_GetMemoryUsageLimit';
 function FastMM_GetCurrentMemoryUsage: NativeUInt; cdecl;
   external FM5_DLL name 'FastMM_GetCurrentMemoryUsage';
+{ The large-block cache (fm5.h): at most this many bytes of freed large blocks stay mapped for reuse;
+  0 turns it off. }
+procedure FastMM_SetLargeBlockCacheLimit(Bytes: NativeUInt); cdecl;
+  external FM5_DLL name 'FastMM_SetLargeBlockCacheLimit';
+function FastMM_GetLargeBlockCacheLimit: NativeUInt; cdecl; external FM5_DLL name 'FastMM_GetLargeBlockCacheLimit';
 function FastMM_SmallBlockThreadContentionCount: NativeUInt; cdecl;
   external FM5_DLL name 'FastMM_SmallBlockThreadContentionCount';
 function FastMM_MediumBlockThreadContentionCount: NativeUInt; cdecl;

@@ -13,6 +13,8 @@
  *     content, the checked build's asserts hold, and everything frees at the end;
  *   - and a refusal by the real OS, not injected: a request larger than the user address space
  *     (VirtualAlloc or mmap must refuse it) fails the same way.
+ * The large-block cache is off here (FastMM_SetLargeBlockCacheLimit(0)): every large allocation and
+ * free must reach the OS for its refusals to be tested; test_large_block_cache covers the cache.
  * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
  */
 #include "test_util.h"
@@ -254,6 +256,7 @@ int main(void)
 {
     tu_init("test_os_failures");
     fm5_initialize();
+    FastMM_SetLargeBlockCacheLimit(0);
     tu_events_install(0);
     refused_mapping();
     refused_growth_in_place();

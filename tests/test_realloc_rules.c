@@ -437,7 +437,9 @@ static void large_grow(void)
     if (b.p)
         release(&b);
 
-    /* With the range after the block reserved by someone else, growth must move. */
+    /* With the range after the block reserved by someone else, growth must move. The block must be a
+     * fresh mapping: a region from the large-block cache may carry slack, which growth uses in place. */
+    FastMM_ProcessAllPendingFrees();
     block g;
     if (!make(&g, 1000000))
         return;

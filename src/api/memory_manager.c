@@ -7,6 +7,7 @@
 #include "blocks/release_engine.h"
 #include "blocks/block_identity.h"
 #include "blocks/block_status.h"
+#include "blocks/large_blocks.h"
 #include "base/events.h"
 #include "debug/debug_mode.h"
 #include "debug/debug_blocks.h"
@@ -47,8 +48,8 @@ void *FM5_CALL FastMM_AllocMem(size_t size)
     if (FM5_UNLIKELY(fm5_debug_mode_active))
         return fm5_debug_get_mem(size, 1);
     void *p = fm5_release_get_mem_inline(size);
-    /* Large blocks are fresh OS mappings, which are zero-filled. */
-    if (p && size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
+    /* A large block is a fresh OS mapping, zero-filled, unless it came from the cache. */
+    if (p && (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE || fm5_large_header_of(p)->recycled))
         memset(p, 0, size);
     return p;
 }
@@ -161,7 +162,10 @@ size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
     return FastMM_BlockMaximumUserBytes(p);
 }
 
+/* Also the trim: the regions the large-block cache holds go back to the OS. */
 int FM5_CALL FastMM_ProcessAllPendingFrees(void)
 {
-    return fm5_release_process_pending_frees();
+    int complete = fm5_release_process_pending_frees();
+    fm5_large_cache_release_all();
+    return complete;
 }

@@ -5,6 +5,9 @@
 #include "base/address_map.h"
 #include "blocks/arena.h"
 #include "blocks/walk.h"
+#include "blocks/recycling.h"
+#include "base/os.h"
+#include "fm5.h"
 
 fm5_large_manager fm5_large_managers[FM5_LARGE_ARENA_COUNT];
 size_t fm5_large_contention_count;
@@ -14,12 +17,157 @@ static size_t region_size_for(size_t user_size)
     return fm5_round_up(user_size + FM5_LARGE_HEADER_SIZE, FM5_OS_GRANULARITY);
 }
 
-static void release_regions(fm5_large_header *header)
+static void unmap_regions(fm5_large_header *header)
 {
-    size_t size = header->block_size;
+    size_t size = header->mapped_size;
     fm5_address_map_remove(header, size);
     /* A block grown in place is several mappings (segment_count); the OS layer releases each. */
     fm5_memory_unmap(header, size, header->segment_count);
+}
+
+/* ---- the cache of freed regions (large_blocks.h) ----------------------------------------------
+ * Guarded by cache_lock, which is taken with no other lock held and holds none; the OS calls happen
+ * outside it. Entries are kept in the order they came. */
+typedef struct cache_entry {
+    fm5_large_header *header;
+    uint32_t cached_at_ms;
+} cache_entry;
+
+static fm5_lock cache_lock;
+static cache_entry cache[FM5_LARGE_CACHE_ENTRIES];
+static unsigned cache_count;
+static size_t cache_bytes;
+static size_t cache_limit = FM5_LARGE_CACHE_DEFAULT_BYTES;
+
+static void lock_cache(void)
+{
+    fm5_lock_with_timeout(&cache_lock, FM5_WAIT_FOREVER);
+}
+
+/* cache_count and cache_bytes are written under the lock and read without it as hints (the lock-free
+ * "is the cache empty?" tests, fm5_large_cache_bytes): whole relaxed stores. */
+static void remove_entry(unsigned i)
+{
+    __atomic_store_n(&cache_bytes, cache_bytes - cache[i].header->mapped_size, __ATOMIC_RELAXED);
+    for (unsigned j = i + 1; j < cache_count; j++)
+        cache[j - 1] = cache[j];
+    __atomic_store_n(&cache_count, cache_count - 1, __ATOMIC_RELAXED);
+}
+
+/* Takes out of the cache, under its lock, the regions that `all`, age or the limit say must go, and
+ * chains them (through ring.next) for unmapping after the unlock. */
+static fm5_ring *take_expired_locked(int all, uint32_t now)
+{
+    fm5_ring *chain = NULL;
+    for (unsigned i = cache_count; i-- > 0;) {
+        if (all || now - cache[i].cached_at_ms > FM5_LARGE_CACHE_AGE_MS || cache_bytes > __atomic_load_n(&cache_limit, __ATOMIC_RELAXED)) {
+            fm5_large_header *header = cache[i].header;
+            remove_entry(i);
+            header->ring.next = chain;
+            chain = &header->ring;
+        }
+    }
+    return chain;
+}
+
+static void unmap_chain(fm5_ring *node)
+{
+    while (node) {
+        fm5_ring *next = node->next;
+        unmap_regions(FM5_CONTAINER_OF(node, fm5_large_header, ring));
+        node = next;
+    }
+}
+
+static void release_expired(int all)
+{
+    if (!all && !__atomic_load_n(&cache_count, __ATOMIC_RELAXED))
+        return;
+    uint32_t now = fm5_os_tick_ms();
+    lock_cache();
+    fm5_ring *chain = take_expired_locked(all, now);
+    fm5_unlock(&cache_lock);
+    unmap_chain(chain);
+}
+
+void fm5_large_cache_release_all(void)
+{
+    release_expired(1);
+}
+
+size_t fm5_large_cache_bytes(void)
+{
+    return __atomic_load_n(&cache_bytes, __ATOMIC_RELAXED);
+}
+
+size_t FM5_CALL FastMM_GetLargeBlockCacheLimit(void)
+{
+    return __atomic_load_n(&cache_limit, __ATOMIC_RELAXED);
+}
+
+void FM5_CALL FastMM_SetLargeBlockCacheLimit(size_t bytes)
+{
+    __atomic_store_n(&cache_limit, bytes, __ATOMIC_RELAXED);
+    release_expired(0);
+}
+
+/* Keeps a freed region of one mapping, if the bounds allow; 1 when it did (the caller then leaves it
+ * mapped). The oldest entry makes room when all are taken. */
+static int cache_put(fm5_large_header *header)
+{
+    size_t size = header->mapped_size;
+    size_t limit = __atomic_load_n(&cache_limit, __ATOMIC_RELAXED);
+    if (header->segment_count != 1 || size > limit || !fm5_recycling_caches_large_regions())
+        return 0;
+    uint32_t now = fm5_os_tick_ms();
+    fm5_ring *chain = NULL;
+    lock_cache();
+    if (cache_count == FM5_LARGE_CACHE_ENTRIES || cache_bytes + size > limit) {
+        /* Room for this one: the oldest go first. */
+        while (cache_count && (cache_count == FM5_LARGE_CACHE_ENTRIES || cache_bytes + size > limit)) {
+            fm5_large_header *old = cache[0].header;
+            remove_entry(0);
+            old->ring.next = chain;
+            chain = &old->ring;
+        }
+    }
+    cache[cache_count].header = header;
+    cache[cache_count].cached_at_ms = now;
+    __atomic_store_n(&cache_count, cache_count + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache_bytes, cache_bytes + size, __ATOMIC_RELAXED);
+    fm5_unlock(&cache_lock);
+    unmap_chain(chain);
+    return 1;
+}
+
+/* A cached region of at least `size` bytes and at most twice that (the smallest such), or NULL. Twice:
+ * buffers of varying sizes then find a region most of the time (large_loop_varied: 0.25 of the time of
+ * a quarter's window on Win64), and the slack is counted as unused and goes back with the block. */
+static fm5_large_header *cache_take(size_t size)
+{
+    if (!__atomic_load_n(&cache_count, __ATOMIC_RELAXED))
+        return NULL;
+    fm5_large_header *found = NULL;
+    lock_cache();
+    unsigned best = cache_count;
+    for (unsigned i = 0; i < cache_count; i++) {
+        size_t have = cache[i].header->mapped_size;
+        if (have >= size && have - size <= size &&
+            (best == cache_count || have < cache[best].header->mapped_size))
+            best = i;
+    }
+    if (best < cache_count) {
+        found = cache[best].header;
+        remove_entry(best);
+    }
+    fm5_unlock(&cache_lock);
+    return found;
+}
+
+static void release_regions(fm5_large_header *header)
+{
+    if (!cache_put(header))
+        unmap_regions(header);
 }
 
 /* The arena skeleton's release steps run under the lock and only unlink: the unmapping happens after
@@ -55,6 +203,7 @@ int fm5_large_process_pending_frees(int wait)
         complete &= fm5_arena_process_pending(&fm5_large_managers[a].gate, wait, collect_queued, &released);
         release_chain(released);
     }
+    release_expired(0);
     return complete;
 }
 
@@ -78,13 +227,32 @@ void *fm5_large_get_mem(size_t user_size)
         return NULL;
     fm5_large_process_pending_frees(0);
     size_t size = region_size_for(user_size);
-    fm5_large_header *header = fm5_memory_map(size, 0);
-    if (!header)
-        return NULL;
-    if (!fm5_address_map_add(header, size, FM5_GRANULE_LARGE_BLOCK)) {
-        fm5_memory_unmap(header, size, 1);
-        return NULL;
+    fm5_large_header *header = cache_take(size);
+    if (header) {
+        /* Still mapped and in the address map, marked free: only the header changes. */
+        header->recycled = 1;
+    } else {
+        /* What the cache holds counts against the usage limit: it gives way first. */
+        size_t limit = fm5_memory_limit();
+        if (limit && __atomic_load_n(&cache_count, __ATOMIC_RELAXED) && fm5_memory_usage() + size > limit)
+            fm5_large_cache_release_all();
+        header = fm5_memory_map(size, 0);
+        if (!header && __atomic_load_n(&cache_count, __ATOMIC_RELAXED)) {
+            /* The cache may hold what the OS or the usage limit now refuses. */
+            fm5_large_cache_release_all();
+            header = fm5_memory_map(size, 0);
+        }
+        if (!header)
+            return NULL;
+        if (!fm5_address_map_add(header, size, FM5_GRANULE_LARGE_BLOCK)) {
+            fm5_memory_unmap(header, size, 1);
+            return NULL;
+        }
+        header->mapped_size = size;
+        header->recycled = 0;
     }
+    /* A cached region may be larger: the block is what was asked (rounded to granules), the rest
+     * slack that in-place growth uses first. */
     header->block_size = size;
     header->user_size = user_size;
     header->segment_count = 1;
@@ -105,6 +273,7 @@ int fm5_large_free(void *user)
                                 collect_queued, &released);
     /* The OS calls happen outside the lock. */
     release_chain(released);
+    release_expired(0);
     return result;
 }
 
@@ -120,7 +289,18 @@ int fm5_large_resize_in_place(void *user, size_t new_user_size)
     }
     if (new_user_size > SIZE_MAX - 2 * FM5_OS_GRANULARITY)
         return 0;
-    char *end = (char *)header + header->block_size;
+    fm5_large_manager *manager = header->manager;
+    size_t mapped_available = header->mapped_size - FM5_LARGE_HEADER_SIZE;
+    if (new_user_size <= mapped_available) {
+        /* Within a cached region's slack: no OS call. */
+        fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
+        header->block_size = region_size_for(new_user_size);
+        header->user_size = new_user_size;
+        fm5_unlock(&manager->gate.locked);
+        return 1;
+    }
+    available = mapped_available;
+    char *end = (char *)header + header->mapped_size;
     /* Claim a quarter more than asked when the address space after the block is free, so that repeated
      * growth rarely moves; else just what was asked, if that much is free. */
     size_t needed = fm5_round_up(new_user_size - available, FM5_OS_GRANULARITY);
@@ -137,9 +317,9 @@ int fm5_large_resize_in_place(void *user, size_t new_user_size)
         return 0;
     }
     /* The walker reads these fields under the arena lock. */
-    fm5_large_manager *manager = header->manager;
     fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
-    header->block_size += extra;
+    header->mapped_size += extra;
+    header->block_size = header->mapped_size;
     header->segment_count++;
     header->user_size = new_user_size;
     fm5_unlock(&manager->gate.locked);
@@ -159,9 +339,13 @@ int fm5_large_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
             fm5_large_header *header = FM5_CONTAINER_OF(node, fm5_large_header, ring);
             FM5_ASSERT(header->manager == manager && node->next->prev == node);
             FM5_ASSERT(header->block_size % FM5_OS_GRANULARITY == 0 && header->segment_count >= 1);
+            FM5_ASSERT(header->mapped_size >= header->block_size && header->mapped_size % FM5_OS_GRANULARITY == 0);
             fm5_walk_item item = { (char *)header + FM5_LARGE_HEADER_SIZE, header->block_size,
                                    header->block_size - FM5_LARGE_HEADER_SIZE, FastMM_LargeBlock, a, 0, 0 };
-            if (visitor(&item, context)) {
+            /* A recycled region's slack beyond the block: mapped, unused (the heap status counts it). */
+            fm5_walk_item slack = { (char *)header + header->block_size, header->mapped_size - header->block_size, 0,
+                                    FastMM_LargeBlock, a, 1, 1 };
+            if (visitor(&item, context) || (slack.block_size && visitor(&slack, context))) {
                 fm5_unlock(&manager->gate.locked);
                 return FM5_WALK_STOPPED;
             }

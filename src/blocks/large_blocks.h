@@ -13,15 +13,18 @@ struct fm5_large_manager;
 typedef struct fm5_large_header {
     fm5_ring ring;                       /* the arena's blocks, for walking */
     struct fm5_large_manager *manager;
-    size_t block_size;                   /* bytes committed, header included */
+    size_t block_size;                   /* the block's bytes, header included: what walks and sizes see */
     size_t user_size;                    /* bytes requested */
+    size_t mapped_size;                  /* bytes mapped, header included, all segments: block_size or,
+                                            for a cached region handed to a smaller request, more */
     uint32_t segment_count;              /* OS mappings: more than one after in-place growth */
-    uint8_t reserved[64 - 5 * FM5_POINTER_SIZE - 4 - 2];
+    uint8_t recycled;                    /* 1 when the region came from the cache: not zero-filled */
+    uint8_t reserved[64 - 6 * FM5_POINTER_SIZE - 4 - 1 - 2];
     uint16_t status;                     /* the status word before the user address */
 } fm5_large_header;
 
-/* One large arena. Its gate's lock guards the ring and the headers' sizes (block_size, segment_count,
- * read by walks); the mappings themselves are made and unmapped outside it. */
+/* One large arena. Its gate's lock guards the ring and the headers' sizes (block_size, mapped_size,
+ * segment_count, read by walks); the mappings themselves are made and unmapped outside it. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_large_manager {
     fm5_ring blocks;                     /* sentinel of the arena's blocks */
     fm5_arena_gate gate;
@@ -49,5 +52,27 @@ int fm5_large_free(void *user);
 /* Resizes in place when the rules allow; returns 1 if it did. */
 int fm5_large_resize_in_place(void *user, size_t new_user_size);
 int fm5_large_process_pending_frees(int wait);
+
+/* ---- the cache of freed regions ----------------------------------------------------------------
+ * A program that frees and allocates buffers of a few MiB in a loop would pay the OS twice a round
+ * (a VirtualAlloc and a VirtualFree, then a page fault per page it touches). So a freed large block of
+ * one mapping goes to a small cache instead of back to the OS, and an allocation takes a cached region
+ * that fits (at most twice what it needs; the rest is the block's slack, which in-place growth uses
+ * first) before it maps a new one. Bounded three ways: FM5_LARGE_CACHE_ENTRIES regions, a byte limit
+ * (FastMM_SetLargeBlockCacheLimit; FM5_LARGE_CACHE_DEFAULT_BYTES by default, 0 turns the cache off),
+ * and age: a region unused for FM5_LARGE_CACHE_AGE_MS goes back to the OS at the next large operation.
+ * FastMM_ProcessAllPendingFrees returns every cached region, and so does an allocation that the usage
+ * limit or the OS would refuse, before it tries again. A cached region stays mapped, counted in the
+ * memory usage and in the address map, its header marked free, so a stale pointer into it is "already
+ * free"; walks see no block there, the heap status counts it as unused. Debug mode caches nothing (a
+ * freed large debug block must fault). */
+#define FM5_LARGE_CACHE_ENTRIES 8u
+#define FM5_LARGE_CACHE_DEFAULT_BYTES (32u << 20)
+#define FM5_LARGE_CACHE_AGE_MS 1000u
+
+/* Returns every cached region to the OS. */
+void fm5_large_cache_release_all(void);
+/* Bytes held by the cache (mapped, counted in the usage, in no block). */
+size_t fm5_large_cache_bytes(void);
 
 #endif

@@ -10,6 +10,8 @@
 #define FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS 1u
 /* Never merge a freed medium block with its free neighbours (FastMM5's "never merge"). */
 #define FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS 2u
+/* Return every freed large block to the OS at once, so that a use after free faults (no cache). */
+#define FM5_RECYCLING_NO_LARGE_REGION_CACHE 4u
 
 extern volatile unsigned fm5_recycling_options;
 
@@ -39,6 +41,11 @@ void *fm5_recycling_take_quarantine(void);
 FM5_INLINE int fm5_recycling_keeps_empty_small_spans(void)
 {
     return (fm5_recycling_options & FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS) != 0;
+}
+
+FM5_INLINE int fm5_recycling_caches_large_regions(void)
+{
+    return (fm5_recycling_options & FM5_RECYCLING_NO_LARGE_REGION_CACHE) == 0;
 }
 
 FM5_INLINE int fm5_recycling_never_merges_medium_blocks(void)

@@ -33,6 +33,8 @@ static void publish_state(void)
         recycling |= FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS;
     if (active && (debug_mode_options & FastMM_DebugNeverMergeFreeMediumBlocks))
         recycling |= FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS;
+    if (active)
+        recycling |= FM5_RECYCLING_NO_LARGE_REGION_CACHE;
     fm5_recycling_options = recycling;
     fm5_debug_mode_active = active;
 }

@@ -2,6 +2,7 @@
 #include "fm5.h"
 #include "blocks/walk.h"
 #include "blocks/block_status.h"
+#include "blocks/large_blocks.h"
 #include "debug/debug_block_layout.h"
 
 /* ---- FastMM_WalkBlocks ------------------------------------------------------------------------ */
@@ -57,7 +58,10 @@ static int visit_for_status(const fm5_walk_item *item, void *context)
         break;
     case FastMM_LargeBlock:
         status->TotalAddrSpace += item->block_size;
-        status->TotalAllocated += item->block_size;
+        if (item->is_unused)
+            status->Unused += item->block_size;   /* a recycled region's slack */
+        else
+            status->TotalAllocated += item->block_size;
         break;
     default:
         if (item->is_unused)
@@ -79,6 +83,10 @@ int FM5_CALL FastMM_GetHeapStatus(FastMM_HeapStatus *status, unsigned timeout_ms
         return 0;
     FastMM_HeapStatus result = { 0 };
     int complete = fm5_walk_all(visit_for_status, &result, timeout_ms) == FM5_WALK_COMPLETE;
+    /* Regions the large-block cache keeps are mapped and in no block: unused address space. */
+    size_t cached = fm5_large_cache_bytes();
+    result.TotalAddrSpace += cached;
+    result.Unused += cached;
     result.TotalCommitted = result.TotalAddrSpace;
     result.TotalFree = result.FreeSmall + result.FreeBig + result.Unused;
     size_t accounted = result.TotalAllocated + result.TotalFree;
