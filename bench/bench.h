@@ -161,6 +161,7 @@ uint64_t wl_xmalloc(const workload *w, double scale);
 uint64_t wl_cache_scratch(const workload *w, double scale);
 uint64_t wl_glibc_simple(const workload *w, double scale);
 uint64_t wl_malloc_large(const workload *w, double scale);
+uint64_t wl_large_loop(const workload *w, double scale);
 /* wl_debug.c */
 uint64_t wl_debug_loop(const workload *w, double scale);
 uint64_t wl_xml_debug(const workload *w, double scale);

@@ -64,6 +64,9 @@ static const workload g_workloads[] = {
     W("cache_scratch", "mt-allocfree", 2, wl_cache_scratch, 0, 0, 1),
     W("glibc_simple", "st-allocfree", 1, wl_glibc_simple, 0, 0, 1),
     W("malloc_large", "st-allocfree", 1, wl_malloc_large, 0, 0, 1),
+    /* fm5's: the large-block cache's case (bench/wl_large.c) */
+    W("large_loop_1m", "st-allocfree", 1, wl_large_loop, 0, 0, 1),
+    W("large_loop_varied", "st-allocfree", 1, wl_large_loop, 1, 0, 1),
     /* debug mode (fm5 only) */
     DEBUG_PAIR("debug_1", 1),
     DEBUG_PAIR("debug_15", 15),
