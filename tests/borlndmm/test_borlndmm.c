@@ -115,19 +115,6 @@ static int canary_intact(const unsigned char *after, size_t n)
 static const size_t sizes[] = {1, 8, 60, 500, 2600, 3000, 40000, 300000, 600000, 3 << 20};
 #define SIZE_COUNT (sizeof sizes / sizeof sizes[0])
 
-static void fill(unsigned char *p, size_t n, unsigned key)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)(i * 7 + key);
-}
-
-static int intact(const unsigned char *p, size_t n, unsigned key)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(i * 7 + key))
-            return 0;
-    return 1;
-}
 
 static void cdecl_trio(void)
 {
@@ -140,15 +127,15 @@ static void cdecl_trio(void)
         unsigned char *p = get_memory((ptrdiff_t)sizes[i]);
         if (!CHECK(p != NULL, "GetMemory(%zu)", sizes[i]))
             continue;
-        fill(p, sizes[i], (unsigned)i);
+        standalone_fill(p, sizes[i], (unsigned)i);
         unsigned char *q = realloc_memory(p, (ptrdiff_t)(sizes[i] * 2 + 100));
         if (CHECK(q != NULL, "ReallocMemory up from %zu", sizes[i])) {
-            CHECK(intact(q, sizes[i], (unsigned)i), "ReallocMemory up from %zu lost content", sizes[i]);
+            CHECK(standalone_intact(q, sizes[i], (unsigned)i), "ReallocMemory up from %zu lost content", sizes[i]);
             p = q;
         }
         q = realloc_memory(p, (ptrdiff_t)(sizes[i] / 2 + 1));
         if (CHECK(q != NULL, "ReallocMemory down from %zu", sizes[i])) {
-            CHECK(intact(q, sizes[i] / 2 + 1, (unsigned)i), "ReallocMemory down from %zu lost content", sizes[i]);
+            CHECK(standalone_intact(q, sizes[i] / 2 + 1, (unsigned)i), "ReallocMemory down from %zu lost content", sizes[i]);
             p = q;
         }
         CHECK(free_memory(p) == 0, "FreeMemory of a %zu-byte block", sizes[i]);
@@ -156,7 +143,7 @@ static void cdecl_trio(void)
     CHECK(free_memory(NULL) == 0, "FreeMemory(nil) answers 0");
     unsigned char *p = realloc_memory(NULL, 100);
     if (CHECK(p != NULL, "ReallocMemory(nil, 100) allocates")) {
-        fill(p, 100, 3);
+        standalone_fill(p, 100, 3);
         CHECK(free_memory(p) == 0, "FreeMemory after ReallocMemory(nil)");
     }
 }
@@ -175,10 +162,10 @@ static void register_core(void)
         unsigned char *p = (unsigned char *)CALL(get_mem, sizes[i]);
         if (!CHECK(p != NULL, "SysGetMem(%zu)", sizes[i]))
             continue;
-        fill(p, sizes[i], (unsigned)i + 40);
+        standalone_fill(p, sizes[i], (unsigned)i + 40);
         unsigned char *q = (unsigned char *)CALL(realloc_mem, (size_t)p, sizes[i] * 3 + 1);
         if (CHECK(q != NULL, "SysReallocMem up from %zu", sizes[i])) {
-            CHECK(intact(q, sizes[i], (unsigned)i + 40), "SysReallocMem from %zu lost content", sizes[i]);
+            CHECK(standalone_intact(q, sizes[i], (unsigned)i + 40), "SysReallocMem from %zu lost content", sizes[i]);
             p = q;
         }
         CHECK((int)CALL(free_mem, (size_t)p) == 0, "SysFreeMem of a %zu-byte block", sizes[i]);

@@ -61,19 +61,6 @@ static int load_module(void)
     return CHECK(module.share && module.toy_owns, "protocol_module.dll lacks an export");
 }
 
-static void fill(unsigned char *p, size_t n, unsigned key)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (unsigned char)(i * 13 + key);
-}
-
-static int intact(const unsigned char *p, size_t n, unsigned key)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (unsigned char)(i * 13 + key))
-            return 0;
-    return 1;
-}
 
 static const size_t sizes[] = {1, 24, 700, 2500, 9000, 200000, 700000, 2 << 20};
 #define SIZE_COUNT (sizeof sizes / sizeof sizes[0])
@@ -92,10 +79,10 @@ static void serve(void)
         unsigned char *p = module.get_mem(sizes[i]);
         if (!CHECK(p != NULL && fm5_owns(p), "GetMem(%zu) through the record did not give an fm5 block", sizes[i]))
             continue;
-        fill(p, sizes[i], (unsigned)i);
+        standalone_fill(p, sizes[i], (unsigned)i);
         unsigned char *q = module.realloc_mem(p, sizes[i] * 2 + 10);
         if (CHECK(q != NULL && fm5_owns(q), "ReallocMem up from %zu", sizes[i])) {
-            CHECK(intact(q, sizes[i], (unsigned)i), "ReallocMem from %zu lost content", sizes[i]);
+            CHECK(standalone_intact(q, sizes[i], (unsigned)i), "ReallocMem from %zu lost content", sizes[i]);
             p = q;
         }
         CHECK(module.free_mem(p) == 0, "FreeMem through the record of a %zu-byte block", sizes[i]);
@@ -147,10 +134,10 @@ static void use(void)
         unsigned char *p = FastMM_GetMem(sizes[i]);
         if (!CHECK(p && !fm5_owns(p) && module.toy_owns(p), "FastMM_GetMem(%zu) was not the module's", sizes[i]))
             continue;
-        fill(p, sizes[i], (unsigned)i + 7);
+        standalone_fill(p, sizes[i], (unsigned)i + 7);
         unsigned char *q = FastMM_ReallocMem(p, sizes[i] + 5000);
         if (CHECK(q && module.toy_owns(q), "FastMM_ReallocMem from %zu was not the module's", sizes[i])) {
-            CHECK(intact(q, sizes[i], (unsigned)i + 7), "FastMM_ReallocMem from %zu lost content", sizes[i]);
+            CHECK(standalone_intact(q, sizes[i], (unsigned)i + 7), "FastMM_ReallocMem from %zu lost content", sizes[i]);
             p = q;
         }
         CHECK(FastMM_FreeMem(p) == 0, "FastMM_FreeMem of the module's %zu-byte block", sizes[i]);
