@@ -492,25 +492,31 @@ FM5_OPTIMISTIC_READER static int scan_block(const fm5_walk_item *item, void *con
     scan_state *state = context;
     if (item->is_unused || !(item->kind & (FastMM_SmallBlock | FastMM_MediumBlock | FastMM_LargeBlock)))
         return 0;
-    volatile uint16_t *status = fm5_status_word(item->address);
-    if (!(*status & FM5_STATUS_HAS_DEBUG_INFO))
-        return 0;
+    const void *outer = item->address;
     fm5_debug_block_header *header = item->address;
-    int freed = 0;
+    unsigned status = 0;
     enum integrity problem = INTACT;
     /* A live block may be changing under its owner's hands (the owner clears HasDebugInfo first): a
      * mismatch counts only if it persists while the flag stays set. A block whose header says freed
-     * while its outer block is still live is on its way to its manager. */
+     * while its outer block is still live is on its way to its manager.
+     * Whether the block is free is read from its status word at each attempt, never from the walk's
+     * item: the lock-free sequential feed hands out a small block that the item called free, and its
+     * new owner may have made it a live debug block before this check reads it. A mismatch counts
+     * only when the status word stayed the same across the check. */
     for (int attempt = 0; attempt < SCAN_RETRIES; attempt++) {
-        if (!(*status & FM5_STATUS_HAS_DEBUG_INFO))
+        status = fm5_status_load(outer);
+        if (!(status & FM5_STATUS_HAS_DEBUG_INFO))
             return 0;
-        freed = item->is_free || fm5_status_is_pending_free(*status) || header->flags == FM5_DEBUG_BLOCK_FREED;
+        int freed = (status & FM5_STATUS_FREE) || fm5_status_is_pending_free(status) ||
+                    header->flags == FM5_DEBUG_BLOCK_FREED;
         problem = check_block(header, item->usable_size, freed);
-        if (problem == INTACT || freed)
+        if (problem == INTACT)
+            return 0;
+        if (fm5_status_load(outer) == status && freed)
             break;
         fm5_os_yield();
     }
-    if (problem == INTACT || !(*status & FM5_STATUS_HAS_DEBUG_INFO))
+    if (fm5_status_load(outer) != status)
         return 0;
     state->corrupted = 1;
     report_integrity(problem, fm5_debug_user_data(header), item->usable_size);
