@@ -35,9 +35,11 @@ unsigned fm5_capture_stack_trace(void **frames, unsigned count, unsigned skip)
         void *raw[FM5_MAXIMUM_STACK_TRACE_DEPTH + 32];
 #ifdef FM5_64BIT
         /* The same frames as the system's, from cached unwind steps (stack_unwind.h), fm5's own left out
-         * (in a static build, where they cannot be told apart, our caller's frame is skipped). */
-        int unwound = own_module_end ? fm5_unwind_stack(raw, count + 32, skip, own_module_start, own_module_end)
-                                     : fm5_unwind_stack(raw, count + 32, skip + 1, 0, 0);
+         * by the unwinder itself, so it is asked for exactly `count` (in a static build, where they cannot
+         * be told apart, our caller's frame is skipped). The system's trace below needs the spare 32 for
+         * the own frames that are dropped after it. */
+        int unwound = own_module_end ? fm5_unwind_stack(raw, count, skip, own_module_start, own_module_end)
+                                     : fm5_unwind_stack(raw, count, skip + 1, 0, 0);
         unsigned available = unwound >= 0 ? (unsigned)unwound : RtlCaptureStackBackTrace(skip + 1, count + 32, raw, NULL);
 #else
         unsigned available = RtlCaptureStackBackTrace(skip + 1, count + 32, raw, NULL);

@@ -5,7 +5,8 @@
  * The cache is emptied when a module unloads (LdrRegisterDllNotification), since another module may
  * then load at the same addresses. Frames whose unwind data fm5 does not follow (a frame register
  * other than RBP, a machine frame) make the whole trace fall back to the system unwinder, so a trace
- * is always the system's. */
+ * is always the system's. A walk from a trace's first frame is also remembered and replayed with
+ * independent loads when the same return addresses are found at the same places again. */
 #ifndef FM5_STACK_UNWIND_H
 #define FM5_STACK_UNWIND_H
 
@@ -19,9 +20,10 @@
  * check. Returns how many it found, or -1 when a frame needs the system unwinder. */
 int fm5_unwind_stack(void **frames, unsigned count, unsigned skip, uintptr_t own_start, uintptr_t own_end);
 
-/* Statistics for tests: cache hits and misses since start-up, and whether module unloads empty the
- * cache (0 when the loader offers no notifications; the cache is then not used). */
-void fm5_unwind_statistics(size_t *hits, size_t *misses, int *unload_notifications);
+/* Statistics for tests: cache hits and misses since start-up, walks replayed from memory, and whether
+ * module unloads empty the cache (0 when the loader offers no notifications; the cache and the memory
+ * of walks are then not used). Hits and replays are approximate under concurrent traces. */
+void fm5_unwind_statistics(size_t *hits, size_t *misses, size_t *replays, int *unload_notifications);
 
 /* Unregisters the module-unload notification: the loader would otherwise call into fm5's code after
  * a DLL that holds fm5 (BorlndMM.dll, say) was unloaded. From the DLL's process detach. */

@@ -225,7 +225,7 @@ static unsigned cache_index(uintptr_t pc)
 }
 
 typedef struct walk_counts {
-    size_t hits, misses;
+    size_t hits, misses, replays;
 } walk_counts;
 
 static step cached_step(uintptr_t pc, walk_counts *counts)
@@ -265,12 +265,16 @@ typedef LONG(NTAPI *unregister_dll_notification_fn)(void *cookie);
 /* The registration's cookie, for fm5_unwind_shut_down; NULL while there is none. */
 static void *notification_cookie;
 
+/* Walks remembered before this count of module unloads are not believed (the memo below). */
+static volatile uint32_t memo_generation;
+
 static void CALLBACK on_dll_notification(ULONG reason, const void *data, void *context)
 {
     (void)data;
     (void)context;
     if (reason != DLL_NOTIFICATION_UNLOADED)
         return;
+    __atomic_add_fetch(&memo_generation, 1, __ATOMIC_ACQ_REL);
     for (unsigned i = 0; i < CACHE_ENTRIES; i++)
         __atomic_store_n(&cache[i].packed, 0, __ATOMIC_RELEASE);
 }
@@ -373,6 +377,139 @@ static void publish_run(const prefix *run)
     __atomic_store_n(&prefixes_published[index], 1, __ATOMIC_RELEASE);
 }
 
+/* ---- remembered walks ---------------------------------------------------------------------------
+ * A program allocates from the same call chains again and again, and a walk from one of them reads the
+ * same return addresses at the same offsets from its first frame's RSP every time: each step depends
+ * only on the return address it starts from (the cached step) and, for a frame-pointer step, on RBP.
+ * So the walk from a trace's first frame is remembered: for each step, where the next return address
+ * lay and what it was, where RBP was restored from, and what RBP was (relative to that RSP) when a
+ * frame-pointer step used it. A later walk from the same first frame replays it with independent
+ * loads instead of one dependent cache lookup per frame: if every value it reads is the one
+ * remembered, the walk would have computed the same frames, so they are those. A walk that ends (a
+ * return address of 0) ends the replay; one that stopped for another reason (the count, a bound, a
+ * frame not remembered) goes on frame by frame from where the replay stops.
+ * Direct-mapped by the first frame's return address; an entry is written under an odd version (a
+ * writer first moves it from even to odd with a compare-and-swap) and read between two equal even
+ * versions; entries learned before the latest module unload are not believed (memo_generation). */
+#define MEMO_ENTRIES 256u
+#define MEMO_STEPS 31u
+#define NO_FRAME_POINTER INT32_MIN
+
+typedef struct trace_memo {
+    volatile uint32_t version;
+    uint32_t generation;
+    uint32_t steps;
+    uint32_t extent;                       /* from the base: the end of the highest stack word read */
+    uintptr_t first_rip;
+    uint32_t return_slot[MEMO_STEPS];      /* from the base: where step k found the next return address */
+    int32_t rbp_from[MEMO_STEPS];          /* from the base: where step k restored RBP, or -1 */
+    int32_t rbp_before[MEMO_STEPS];        /* RBP minus the base when step k used it, or NO_FRAME_POINTER */
+    uintptr_t next_rip[MEMO_STEPS];        /* the return address step k found */
+} trace_memo;
+
+static trace_memo memos[MEMO_ENTRIES];
+static size_t memo_hits;
+
+static trace_memo *memo_of(uintptr_t rip)
+{
+    return &memos[(rip ^ (rip >> 9) ^ (rip >> 21)) & (MEMO_ENTRIES - 1u)];
+}
+
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+#define STORE(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
+
+enum replay { REPLAY_MISSED, REPLAY_ENDED, REPLAY_GO_ON };
+
+/* Replays the walk remembered for the frame whose return address is `rip`, found with RSP `base` and
+ * RBP `rbp`: appends its frames after frames[*found] (up to count) and gives the state after them. */
+static enum replay replay(uintptr_t *rip, uintptr_t *rsp, uintptr_t *rbp, uintptr_t stack_high, void **frames,
+                          unsigned count, unsigned *found)
+{
+    const uintptr_t base = *rsp;
+    trace_memo *memo = memo_of(*rip);
+    uint32_t version = __atomic_load_n(&memo->version, __ATOMIC_ACQUIRE);
+    if (!version || (version & 1u) || LOAD(memo->first_rip) != *rip ||
+        LOAD(memo->generation) != __atomic_load_n(&memo_generation, __ATOMIC_ACQUIRE))
+        return REPLAY_MISSED;
+    unsigned steps = LOAD(memo->steps);
+    if (steps > MEMO_STEPS || base + LOAD(memo->extent) > stack_high || base + LOAD(memo->extent) < base)
+        return REPLAY_MISSED;
+    unsigned n = *found;
+    uintptr_t next = *rip, next_rsp = base, next_rbp = *rbp;
+    for (unsigned k = 0; k < steps && n < count; k++) {
+        int32_t rbp_before = LOAD(memo->rbp_before[k]);
+        if (rbp_before != NO_FRAME_POINTER && (intptr_t)(next_rbp - base) != (intptr_t)rbp_before)
+            return REPLAY_MISSED;
+        uintptr_t slot = base + LOAD(memo->return_slot[k]);
+        next = *(const uintptr_t *)slot;
+        if (next != LOAD(memo->next_rip[k]))
+            return REPLAY_MISSED;
+        int32_t rbp_from = LOAD(memo->rbp_from[k]);
+        if (rbp_from >= 0)
+            next_rbp = *(const uintptr_t *)(base + (uint32_t)rbp_from);
+        next_rsp = slot + 8;
+        if (!next)
+            break;
+        frames[n++] = (void *)next;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&memo->version, __ATOMIC_RELAXED) != version)
+        return REPLAY_MISSED;
+    *found = n;
+    *rip = next;
+    *rsp = next_rsp;
+    *rbp = next_rbp;
+    return !next || n == count ? REPLAY_ENDED : REPLAY_GO_ON;
+}
+
+static void remember(const trace_memo *learned)
+{
+    trace_memo *memo = memo_of(learned->first_rip);
+    uint32_t version = __atomic_load_n(&memo->version, __ATOMIC_ACQUIRE);
+    if ((version & 1u) ||
+        !__atomic_compare_exchange_n(&memo->version, &version, version + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;
+    STORE(memo->generation, learned->generation);
+    STORE(memo->steps, learned->steps);
+    STORE(memo->extent, learned->extent);
+    STORE(memo->first_rip, learned->first_rip);
+    for (unsigned k = 0; k < learned->steps; k++) {
+        STORE(memo->return_slot[k], learned->return_slot[k]);
+        STORE(memo->rbp_from[k], learned->rbp_from[k]);
+        STORE(memo->rbp_before[k], learned->rbp_before[k]);
+        STORE(memo->next_rip[k], learned->next_rip[k]);
+    }
+    __atomic_store_n(&memo->version, version + 2, __ATOMIC_RELEASE);
+}
+
+/* Records one step of a walk being learned; 0 when it cannot be remembered (the walk goes on, and what
+ * was learned up to here is kept). */
+static int learn_step(trace_memo *learning, uintptr_t base, int frame_pointer, uintptr_t rbp, uintptr_t slot,
+                      intptr_t rbp_saved_at, uintptr_t next_rip)
+{
+    unsigned k = learning->steps;
+    uintptr_t high = slot + 8;
+    if (k == MEMO_STEPS || slot < base || slot - base > INT32_MAX)
+        return 0;
+    intptr_t rbp_offset = (intptr_t)(rbp - base);
+    if (frame_pointer && (rbp_offset <= INT32_MIN || rbp_offset > INT32_MAX))
+        return 0;
+    if (rbp_saved_at >= 0) {
+        if ((uintptr_t)rbp_saved_at < base || (uintptr_t)rbp_saved_at - base > INT32_MAX)
+            return 0;
+        if ((uintptr_t)rbp_saved_at + 8 > high)
+            high = (uintptr_t)rbp_saved_at + 8;
+    }
+    learning->return_slot[k] = (uint32_t)(slot - base);
+    learning->rbp_from[k] = rbp_saved_at >= 0 ? (int32_t)((uintptr_t)rbp_saved_at - base) : -1;
+    learning->rbp_before[k] = frame_pointer ? (int32_t)rbp_offset : NO_FRAME_POINTER;
+    learning->next_rip[k] = next_rip;
+    if (high - base > learning->extent)
+        learning->extent = (uint32_t)(high - base);
+    learning->steps = k + 1;
+    return 1;
+}
+
 /* ---- the walk ----------------------------------------------------------------------------------- */
 
 __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, unsigned skip, uintptr_t own_start,
@@ -391,82 +528,128 @@ __attribute__((noinline)) int fm5_unwind_stack(void **frames, unsigned count, un
     __asm__("movq %%gs:16, %0" : "=r"(stack_low));
     __asm__("movq %%gs:8, %0" : "=r"(stack_high));
     unsigned found = 0, to_skip = skip;
-    walk_counts counts = { 0, 0 };
+    walk_counts counts = { 0, 0, 0 };
+    /* The generation is read before any step is taken, so that a walk that raced a module unload is
+     * remembered as older than it. */
+    const int memo_enabled = cache_enabled;
+    trace_memo learning;
+    learning.generation = __atomic_load_n(&memo_generation, __ATOMIC_ACQUIRE);
+    learning.steps = 0;
+    learning.extent = 0;
+    int learning_walk = 0, replayed = 0;
+    uintptr_t memo_base = 0;
     /* fm5's own frames first: a learned run skips them at once; else they are walked (and learned). */
     int in_own_frames = own_start < own_end && rip - own_start < own_end - own_start;
     const uintptr_t start = rip, start_rsp = rsp;
-    prefix learning = { 0, start, { 0 }, { 0 }, -1 };
+    prefix run;  /* only its first `length` entries are ever read */
+    run.length = 0;
+    run.start = start;
+    run.rbp_slot = -1;
     int can_learn = in_own_frames;
+    int stored = 0;  /* a frame was just stored: try the memo after the first */
     if (in_own_frames && skip_learned_run(start, &rip, &rsp, &rbp, stack_high)) {
         in_own_frames = rip - own_start < own_end - own_start;
         can_learn = 0;
         if (!rip)
             return 0;
         if (!in_own_frames) {
-            if (to_skip)
+            if (to_skip) {
                 to_skip--;
-            else if (count)
+            } else if (count) {
                 frames[found++] = (void *)rip;
+                stored = 1;
+            }
         }
     }
     /* Our own frame first: unwinding it gives the return address into our caller. */
-    while (found < count) {
+    for (;;) {
+        if (stored && found == 1 && memo_enabled && !replayed) {
+            /* The trace's first frame: replay the walk remembered from here, or learn it. */
+            replayed = 1;
+            enum replay outcome = replay(&rip, &rsp, &rbp, stack_high, frames, count, &found);
+            if (outcome != REPLAY_MISSED)
+                counts.replays++;
+            if (outcome == REPLAY_ENDED)
+                break;
+            if (outcome == REPLAY_MISSED) {
+                learning_walk = 1;
+                learning.first_rip = rip;
+                memo_base = rsp;
+            }
+        }
+        stored = 0;
+        if (found >= count)
+            break;
         step s = cached_step(rip, &counts);
         if (s.kind == STEP_UNSUPPORTED) {
             found = (unsigned)-1;
+            learning_walk = 0;
             break;
         }
         uintptr_t establisher = s.kind == STEP_FROM_RBP ? rbp - s.frame_offset : rsp;
         uintptr_t slot = establisher + s.return_slot;
         if (establisher < stack_low || slot + 8 > stack_high || slot < establisher || (slot & 7u))
             break;
+        uintptr_t rbp_used = rbp;
+        intptr_t rbp_saved_at = -1;
         if (s.rbp_slot >= 0) {
             uintptr_t saved = establisher + (uintptr_t)s.rbp_slot;
             if (saved + 8 > stack_high)
                 break;
             rbp = *(const uintptr_t *)saved;
+            rbp_saved_at = (intptr_t)saved;
             if (can_learn)
-                learning.rbp_slot = (int64_t)(saved - start_rsp);
+                run.rbp_slot = (int64_t)(saved - start_rsp);
         }
         rip = *(const uintptr_t *)slot;
         rsp = slot + 8;
         if (in_own_frames) {
             if (can_learn) {
-                if (s.kind == STEP_FROM_RBP || learning.length == PREFIX_FRAMES || slot - start_rsp > UINT32_MAX) {
+                if (s.kind == STEP_FROM_RBP || run.length == PREFIX_FRAMES || slot - start_rsp > UINT32_MAX) {
                     can_learn = 0;
                 } else {
-                    learning.slot[learning.length] = (uint32_t)(slot - start_rsp);
-                    learning.expected[learning.length] = rip;
-                    learning.length++;
+                    run.slot[run.length] = (uint32_t)(slot - start_rsp);
+                    run.expected[run.length] = rip;
+                    run.length++;
                 }
             }
             in_own_frames = rip - own_start < own_end - own_start;
             if (in_own_frames)
                 continue;
             if (can_learn && rip)
-                publish_run(&learning);
+                publish_run(&run);
             can_learn = 0;
         }
+        if (learning_walk && !learn_step(&learning, memo_base, s.kind == STEP_FROM_RBP, rbp_used, slot,
+                                         rbp_saved_at, rip))
+            learning_walk = 0;
         if (!rip)
             break;
-        if (to_skip)
+        if (to_skip) {
             to_skip--;
-        else
+        } else {
             frames[found++] = (void *)rip;
+            stored = 1;
+        }
     }
+    if (learning.steps && found != (unsigned)-1)
+        remember(&learning);
     /* Statistics only: a plain load and store (no locked add on a shared line in every trace), so
      * concurrent traces may lose counts; misses are rare and counted exactly. */
     __atomic_store_n(&cache_hits, __atomic_load_n(&cache_hits, __ATOMIC_RELAXED) + counts.hits, __ATOMIC_RELAXED);
+    if (counts.replays)
+        __atomic_store_n(&memo_hits, __atomic_load_n(&memo_hits, __ATOMIC_RELAXED) + counts.replays, __ATOMIC_RELAXED);
     if (counts.misses)
         __atomic_add_fetch(&cache_misses, counts.misses, __ATOMIC_RELAXED);
     return (int)found;
 }
 
-void fm5_unwind_statistics(size_t *hits, size_t *misses, int *unload_notifications)
+void fm5_unwind_statistics(size_t *hits, size_t *misses, size_t *replays, int *unload_notifications)
 {
     if (!__atomic_load_n(&cache_state, __ATOMIC_ACQUIRE))
         set_up_cache();
     *hits = __atomic_load_n(&cache_hits, __ATOMIC_RELAXED);
+    *replays = __atomic_load_n(&memo_hits, __ATOMIC_RELAXED);
     *misses = __atomic_load_n(&cache_misses, __ATOMIC_RELAXED);
     *unload_notifications = cache_enabled;
 }
