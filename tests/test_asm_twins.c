@@ -9,8 +9,9 @@
  *      inaccessible page or start right after one; clean areas are intact for both bodies, and every byte
  *      position XORed with 0x01, 0x80 and 0xFF is corrupted for both; the bytes around each area differ
  *      from the fill in every bit, so a read outside the area changes the answer;
- *   b. both fills: sizes 0..600 at misalignments 0..15, asm into one buffer and C into another, both
- *      surrounded by a pattern: identical bytes, the expected fill inside, the pattern untouched outside;
+ *   b. both fills: sizes 0..600 at misalignments 0..15, and sizes around the descending fill's start
+ *      and at 64 KiB at five misalignments, asm into one buffer and C into another, both surrounded by
+ *      a pattern: identical bytes, the expected fill inside, the pattern untouched outside;
  *      and the same at page edges;
  *   c. GetMem/FreeMem: for every size 0..2700 and some medium and large sizes, with the same allocator
  *      state both bodies hand out the same small block (and the same medium block), usable sizes agree
@@ -138,6 +139,10 @@ static LONG CALLBACK report_access_violation(EXCEPTION_POINTERS *info)
 #define OUTSIDE_BYTE 0x7Fu
 
 static uint8_t area_buffers[2][BUFFER_BYTES] __attribute__((aligned(64)));
+/* For the fills of large areas (the descending allocated fill, FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE). */
+#define MAX_LARGE_AREA (65536u + 40u)
+#define LARGE_BUFFER_BYTES (AROUND + MAX_MISALIGNMENT + MAX_LARGE_AREA + AROUND)
+static uint8_t large_buffers[2][LARGE_BUFFER_BYTES] __attribute__((aligned(64)));
 static uint8_t *guarded_page; /* read-write, with PAGE_NOACCESS pages before and after it */
 
 static int make_guarded_page(void)
@@ -349,6 +354,20 @@ static void test_fills(void)
             for (size_t misalignment = 0; misalignment <= MAX_MISALIGNMENT; misalignment++)
                 fill_case(r, "inside a buffer", area_buffers[0], area_buffers[1], BUFFER_BYTES, AROUND + misalignment,
                           size, tu_pattern_key(SEED, size, misalignment));
+        /* Around the size where the allocated fill starts to run from the end down, and at 64 KiB. */
+        static const size_t large_sizes[] = { FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE - 1,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE + 1,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE + 7,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE + 31,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE + 32,
+                                              FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE + 33,
+                                              65536, 65537, 65543, 65567, MAX_LARGE_AREA };
+        static const size_t large_misalignments[] = { 0, 1, 7, 8, 15 };
+        for (size_t i = 0; i < sizeof large_sizes / sizeof large_sizes[0]; i++)
+            for (size_t m = 0; m < sizeof large_misalignments / sizeof large_misalignments[0]; m++)
+                fill_case(r, "inside a large buffer", large_buffers[0], large_buffers[1], LARGE_BUFFER_BYTES,
+                          AROUND + large_misalignments[m], large_sizes[i], tu_pattern_key(SEED + 3, i, m));
         if (guarded_page) {
             for (size_t size = 0; size <= MAX_AREA; size++) {
                 fill_case(r, "ending at an inaccessible page", guarded_page, guarded_page, PAGE, PAGE - size, size,

@@ -2,7 +2,9 @@
 ; (src/debug_fill.c). Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is one
 ; rep stosb (a cdecl routine cannot tail-jump to memset, which takes one argument more); below it, at
 ; most one byte, one word, one dword and four qwords are stored from the end of the area down, which
-; keeps the qword stores at the area's own alignment.
+; keeps the qword stores at the area's own alignment. The allocated fill of
+; FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE bytes and more runs from the end down instead (SSE2 stores; the
+; scalar qword loop without SSE2), src/debug/debug_fill.h says why.
 ; In: [esp + 4] = user area, [esp + 8] = size. The freed fill also writes the freed-object marker into
 ; the first pointer of an area big enough to be an object; the slot's second dword keeps the fill.
 
@@ -10,6 +12,7 @@
 %include "routine.inc"
 
 extern fm5_freed_object_class_table
+extern fm5_cpu_has_sse2
 
 %define ALLOCATED_FILL_DWORD (FM5_DEBUG_ALLOCATED_FILL_BYTE * 0x01010101)
 %define FREED_FILL_DWORD (FM5_DEBUG_FREED_FILL_BYTE * 0x01010101)
@@ -34,7 +37,20 @@ ROUTINE fm5_debug_fill_allocated
     mov eax, ALLOCATED_FILL_DWORD
     cmp edx, FM5_DEBUG_BULK_FILL_MINIMUM_SIZE
     jb fm5_debug_fill_scalar_stores
-    jmp fm5_debug_fill_bulk
+    cmp edx, FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE
+    jb fm5_debug_fill_bulk
+    cmp byte [fm5_cpu_has_sse2], 0
+    je fm5_debug_fill_scalar_stores     ; its qword loop runs from the end down too
+.descending:                            ; C twin: fill_descending, 32 bytes per step from the end down
+    movd xmm0, eax
+    pshufd xmm0, xmm0, 0
+.next_32:
+    sub edx, 32
+    movdqu [ecx + edx + 16], xmm0
+    movdqu [ecx + edx], xmm0
+    cmp edx, 32
+    jae .next_32
+    jmp fm5_debug_fill_scalar_stores    ; the 0-31 bytes left at the start
 END_ROUTINE fm5_debug_fill_allocated
 
 ROUTINE fm5_debug_fill_freed

@@ -2,7 +2,8 @@
 ; (src/debug_fill.c). Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is memset
 ; (a tail jump, with memset's arguments in the registers this routine was given); below it, at most
 ; one byte, one word, one dword and four qwords are stored from the end of the area down, which keeps
-; the qword stores at the area's own alignment.
+; the qword stores at the area's own alignment. The allocated fill of FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE
+; bytes and more runs from the end down instead (src/debug/debug_fill.h says why).
 ; In: rcx = user area, rdx = size. The freed fill also writes the freed-object marker into the first
 ; pointer of an area big enough to be an object.
 
@@ -35,9 +36,22 @@ ROUTINE fm5_debug_fill_allocated
     mov rax, ALLOCATED_FILL_WORD
     jmp fm5_debug_fill_scalar_stores
 .bulk:
+    cmp rdx, FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE
+    jae .descending
     mov r8, rdx
     mov edx, FM5_DEBUG_ALLOCATED_FILL_BYTE
     jmp memset
+.descending:                            ; C twin: fill_descending, 32 bytes per step from the end down
+    mov rax, ALLOCATED_FILL_WORD
+    movq xmm0, rax
+    punpcklqdq xmm0, xmm0
+.next_32:
+    sub rdx, 32
+    movdqu [rcx + rdx + 16], xmm0
+    movdqu [rcx + rdx], xmm0
+    cmp rdx, 32
+    jae .next_32
+    jmp fm5_debug_fill_scalar_stores    ; the 0-31 bytes left at the start
 END_ROUTINE fm5_debug_fill_allocated
 
 ROUTINE fm5_debug_fill_freed

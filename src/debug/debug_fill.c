@@ -65,6 +65,23 @@ static void fill_with_store_loop(uint8_t *start, size_t count, uint64_t word)
 }
 #endif
 
+#if FM5_BULK_FILL
+/* The allocated fill of a large area (FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE): 32 bytes per step from
+ * the end down, then the scalar stores for the 0-31 bytes left at the start. */
+static void fill_descending(uint8_t *start, size_t count, uint64_t word)
+{
+    uint8_t *end = start + count;
+    while ((size_t)(end - start) >= 32) {
+        end -= 32;
+        memcpy(end + 24, &word, 8);
+        memcpy(end + 16, &word, 8);
+        memcpy(end + 8, &word, 8);
+        memcpy(end, &word, 8);
+    }
+    fill_with_scalar_stores(start, (size_t)(end - start), word);
+}
+#endif
+
 /* The choice depends on the user size, not on what is left after the marker slot, because that is the
  * size seed 000 measured the crossover at. */
 static inline void fill_pattern(uint8_t *start, size_t count, size_t user_size, uint64_t word)
@@ -82,6 +99,12 @@ static inline void fill_pattern(uint8_t *start, size_t count, size_t user_size, 
 
 void fm5_c_debug_fill_allocated(void *user, size_t size)
 {
+#if FM5_BULK_FILL
+    if (size >= FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE) {
+        fill_descending((uint8_t *)user, size, ALLOCATED_FILL_WORD);
+        return;
+    }
+#endif
     fill_pattern((uint8_t *)user, size, size, ALLOCATED_FILL_WORD);
 }
 

@@ -11,6 +11,17 @@
  * own; below it the scalar stores win. */
 #define FM5_DEBUG_BULK_FILL_MINIMUM_SIZE 40u
 
+/* From this many user bytes up, the allocated fill runs from the end of the area down. It follows the
+ * freed-block check of a reused block, which reads the area from its start up: the lines that check
+ * read last are still in the first-level cache, and a fill from the end writes them first instead of
+ * evicting them on its way from the start. Below it the whole area stays cached (48 KiB of L1 data per
+ * core on the machines we measure) and memset's direction does not matter. Measured at 64 KiB, natively
+ * on the 2-core Xeon: fill 0x80 + check + fill 0x90 took 3.9-4.2 us with memset, 3.0-3.6 us with the
+ * descending fill. */
+#define FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE 32768u
+_Static_assert(FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE >= FM5_DEBUG_BULK_FILL_MINIMUM_SIZE,
+               "the descending fill is a kind of bulk fill");
+
 /* Both take the user data of a debug block: any address, `size` bytes, nothing outside is written. The
  * freed fill's marker slot is written with memcpy, so even it assumes no alignment (debug blocks give
  * pointer alignment, which keeps its 8-byte stores aligned). */
