@@ -18,7 +18,7 @@ static FM5_NOINLINE void *get_mem_diverted(size_t size)
 {
     if (fm5_using_shared_manager)
         return fm5_shared_get_mem(size);
-    if (fm5_debug_mode_active)
+    if (fm5_debug_mode_is_active())
         return fm5_debug_get_mem(size, 0);
     void *p = fm5_release_get_mem_inline(size);
     if (p && fm5_erase_allocated_active) {
@@ -32,7 +32,7 @@ static FM5_NOINLINE void *get_mem_diverted(size_t size)
 /* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. */
 void *FM5_CALL fm5_c_get_mem(size_t size)
 {
-    if (FM5_UNLIKELY(fm5_debug_mode_active | fm5_erase_allocated_active | fm5_using_shared_manager))
+    if (FM5_UNLIKELY(fm5_debug_mode_is_active() | fm5_erase_allocated_active | fm5_using_shared_manager))
         return get_mem_diverted(size);
     return fm5_release_get_mem_inline(size);
 }
@@ -45,7 +45,7 @@ void *FM5_CALL FastMM_AllocMem(size_t size)
 {
     if (FM5_UNLIKELY(fm5_using_shared_manager))
         return fm5_shared_alloc_mem(size);
-    if (FM5_UNLIKELY(fm5_debug_mode_active))
+    if (FM5_UNLIKELY(fm5_debug_mode_is_active()))
         return fm5_debug_get_mem(size, 1);
     void *p = fm5_release_get_mem_inline(size);
     /* A large block is a fresh OS mapping, zero-filled, unless it came from the cache. */
@@ -114,7 +114,7 @@ static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_b
  * fm5_c_realloc_moving_small_block or here otherwise. */
 FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
-    fm5_small_span *span = fm5_debug_mode_active ? NULL : fm5_release_live_small_block_span(p);
+    fm5_small_span *span = fm5_debug_mode_is_active() ? NULL : fm5_release_live_small_block_span(p);
     if (FM5_LIKELY(span != NULL))
         return fm5_release_realloc_small_block(p, new_size, span);
     fm5_block_facts facts;
@@ -130,7 +130,7 @@ FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
     }
     if (identity == FM5_LIVE_DEBUG_BLOCK)
         return fm5_debug_realloc_mem(p, new_size);
-    if (FM5_UNLIKELY(fm5_debug_mode_active))
+    if (FM5_UNLIKELY(fm5_debug_mode_is_active()))
         return fm5_debug_realloc_ordinary(p, usable_size(p, identity, &facts), new_size);
     return fm5_release_realloc_block(p, identity, &facts, new_size);
 }

@@ -15,6 +15,14 @@
 
 extern volatile unsigned fm5_recycling_options;
 
+/* Debug mode changes the options while other threads' frees read them: whole loads and stores
+ * (relaxed atomics, plain moves on x86). A manager reads them under its lock, which orders the read
+ * after any change made before the lock's last holder took it. */
+FM5_INLINE unsigned fm5_recycling_load_options(void)
+{
+    return __atomic_load_n(&fm5_recycling_options, __ATOMIC_RELAXED);
+}
+
 /* Asked, under the manager's lock, before a freed block whose status says HasDebugInfo is handed out
  * again, and (with `report` 0) when a quarantined block is looked at again: `outer` is the block,
  * `outer_usable` what it holds. Returns 1 if it may be reused; 0 if it must stay out of circulation,
@@ -40,17 +48,17 @@ void *fm5_recycling_take_quarantine(void);
 
 FM5_INLINE int fm5_recycling_keeps_empty_small_spans(void)
 {
-    return (fm5_recycling_options & FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS) != 0;
+    return (fm5_recycling_load_options() & FM5_RECYCLING_KEEP_EMPTY_SMALL_SPANS) != 0;
 }
 
 FM5_INLINE int fm5_recycling_caches_large_regions(void)
 {
-    return (fm5_recycling_options & FM5_RECYCLING_NO_LARGE_REGION_CACHE) == 0;
+    return (fm5_recycling_load_options() & FM5_RECYCLING_NO_LARGE_REGION_CACHE) == 0;
 }
 
 FM5_INLINE int fm5_recycling_never_merges_medium_blocks(void)
 {
-    return (fm5_recycling_options & FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS) != 0;
+    return (fm5_recycling_load_options() & FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS) != 0;
 }
 
 #endif

@@ -35,8 +35,8 @@ static void publish_state(void)
         recycling |= FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS;
     if (active)
         recycling |= FM5_RECYCLING_NO_LARGE_REGION_CACHE;
-    fm5_recycling_options = recycling;
-    fm5_debug_mode_active = active;
+    __atomic_store_n(&fm5_recycling_options, recycling, __ATOMIC_RELAXED);
+    __atomic_store_n(&fm5_debug_mode_active, active, __ATOMIC_RELAXED);
 }
 
 static fm5_lock mode_lock;
@@ -80,7 +80,7 @@ int FM5_CALL FastMM_ExitDebugMode(void)
 
 int FM5_CALL FastMM_DebugModeActive(void)
 {
-    return fm5_debug_mode_active;
+    return fm5_debug_mode_is_active();
 }
 
 int FM5_CALL FastMM_SetDebugModeOptions(unsigned options)
