@@ -159,13 +159,20 @@ static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_
     fm5_status_store(user, status);
 }
 
-/* Turns [user, user + size) into a free block, binned when big enough to be reused. */
-static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size,
-                            uint16_t debug_info)
+/* Turns [user, user + size) into a free block in no bin: its status, its size at its end for the next
+ * block's merge, and the next block's flag. */
+static void write_free_block(fm5_medium_span *span, char *user, size_t size, uint16_t debug_info)
 {
     write_header(span, user, size, (uint16_t)(FM5_STATUS_MEDIUM | FM5_STATUS_FREE | debug_info));
     *(uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) = (uint32_t)size;
     fm5_medium_header_of(user + size)->previous_block_is_free = 1;
+}
+
+/* Turns [user, user + size) into a free block, binned when big enough to be reused. */
+static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, char *user, size_t size,
+                            uint16_t debug_info)
+{
+    write_free_block(span, user, size, debug_info);
     if (size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
         bin_insert(manager, (fm5_medium_free_links *)user, size);
 }
@@ -365,14 +372,15 @@ static int keep_empty_span(const fm5_medium_manager *manager)
     return feed_left < FM5_MAXIMUM_MEDIUM_BLOCK_SIZE && !manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
 }
 
-static void free_locked(fm5_medium_manager *manager, char *user)
+/* Releases the block at `user`, one leaving use or a free one taken out of its bin, as a free does:
+ * merged with the free neighbours that carry no debug information (unless debug mode keeps freed
+ * blocks apart), then given back to the feed, released with its span when that leaves the span
+ * empty, or binned. Its own status and debug information are dropped. */
+static void merge_and_release(fm5_medium_manager *manager, char *user)
 {
     fm5_medium_span *span = fm5_medium_span_of(user);
     size_t size = fm5_medium_block_size(user);
-    /* A freed debug block keeps its debug information so that it can be checked before reuse: it is
-     * never merged. Its neighbours merge only when they carry none. */
-    uint16_t debug_info = fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO;
-    int merge = !fm5_recycling_never_merges_medium_blocks() && !debug_info;
+    int merge = !fm5_recycling_never_merges_medium_blocks();
 
     char *next = user + size;
     /* The neighbour's owner may be setting its pending-free bit right now: one whole read. */
@@ -396,7 +404,7 @@ static void free_locked(fm5_medium_manager *manager, char *user)
         size += previous_size;
     }
 
-    if (!debug_info && span == manager->feed_span && user == manager->feed_end) {
+    if (span == manager->feed_span && user == manager->feed_end) {
         /* Adjacent to the unfed space: give it back to the feed. */
         clear_block_start(span, user);
         manager->feed_end = user + size;
@@ -406,12 +414,23 @@ static void free_locked(fm5_medium_manager *manager, char *user)
             release_span(manager, span);
         return;
     }
-    if (!debug_info && user == span_area_start(span) && user + size == span_end(span) &&
-        !keep_empty_span(manager)) {
+    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(manager)) {
         release_span(manager, span);
         return;
     }
-    make_free_block(manager, span, user, size, debug_info);
+    make_free_block(manager, span, user, size, 0);
+}
+
+static void free_locked(fm5_medium_manager *manager, char *user)
+{
+    /* A freed debug block keeps its debug information so that it can be checked before reuse: it is
+     * never merged. Its neighbours merge only when they carry none. */
+    if (fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) {
+        make_free_block(manager, fm5_medium_span_of(user), user, fm5_medium_block_size(user),
+                        FM5_STATUS_HAS_DEBUG_INFO);
+        return;
+    }
+    merge_and_release(manager, user);
 }
 
 /* Live: exactly "medium", with or without debug information. Queued: marked pending. */

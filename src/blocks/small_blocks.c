@@ -81,19 +81,27 @@ static void start_feed(fm5_small_manager *manager, fm5_small_span *span, uint32_
 
 /* ---- allocation and release under the manager's lock ------------------------------------------ */
 
+/* A span with no block in use goes back to the medium manager (chain 1 of the lock order: that free
+ * never waits, docs/design.md). */
+static void release_span(fm5_small_manager *manager, fm5_small_span *span)
+{
+    FM5_ASSERT(manager->gate.locked && span->blocks_in_use == 0);
+    if (span->first_free_block)
+        fm5_ring_remove(&span->partially_free);
+    if (manager->feed_span == span)
+        __atomic_store_n(&manager->feed_span, NULL, __ATOMIC_RELAXED);
+    span->identity_tag = 0;
+    /* A walk of the medium arena may be reading the flag (medium_blocks.c's walk_span). */
+    __atomic_store_n(&fm5_medium_header_of(span)->is_small_block_span, 0, __ATOMIC_RELAXED);
+    fm5_medium_free(span);
+}
+
 static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *user)
 {
     FM5_ASSERT(manager->gate.locked && span->manager == manager && span->blocks_in_use > 0);
     FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
     if (--span->blocks_in_use == 0 && !fm5_recycling_keeps_empty_small_spans()) {
-        if (span->first_free_block)
-            fm5_ring_remove(&span->partially_free);
-        if (manager->feed_span == span)
-            __atomic_store_n(&manager->feed_span, NULL, __ATOMIC_RELAXED);
-        span->identity_tag = 0;
-        /* A walk of the medium arena may be reading the flag (medium_blocks.c's walk_span). */
-        __atomic_store_n(&fm5_medium_header_of(span)->is_small_block_span, 0, __ATOMIC_RELAXED);
-        fm5_medium_free(span);
+        release_span(manager, span);
         return;
     }
     *fm5_status_word(user) |= FM5_STATUS_FREE;
