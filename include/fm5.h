@@ -247,7 +247,11 @@ FM5_API int FM5_CALL FastMM_DeleteEventLogFile(void);
  * ---------------------------------------------------------------------------------------------- */
 
 /* Enter and Exit adjust a counter, always, even when they report failure: calls must be balanced.
- * Debug mode is active while the counter is above zero. Each returns FastMM_DebugModeActive(). */
+ * Debug mode is active while the counter is above zero. Each returns FastMM_DebugModeActive(). The
+ * Exit that ends debug mode gives the freed blocks it kept in place back to ordinary recycling, each
+ * freed debug block checked first (a corrupted one is reported, and stays quarantined). It waits up
+ * to 1 s for each arena's lock and leaves an arena that stays busy as it is (as one would be that a
+ * walk's or an event's callback on the same thread holds). */
 FM5_API int FM5_CALL FastMM_EnterDebugMode(void);
 FM5_API int FM5_CALL FastMM_ExitDebugMode(void);
 FM5_API int FM5_CALL FastMM_DebugModeActive(void);

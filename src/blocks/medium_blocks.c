@@ -421,16 +421,38 @@ static void merge_and_release(fm5_medium_manager *manager, char *user)
     make_free_block(manager, span, user, size, 0);
 }
 
+/* A freed debug block that debug mode no longer keeps, in no bin: checked as before a reuse, since
+ * merging overwrites it. Intact, it is released as any other block; corrupted, it is reported and
+ * quarantined as take_from_bins would, a free block in no bin that keeps its debug information. */
+static void recycle_freed_debug_block(fm5_medium_manager *manager, char *user)
+{
+    FM5_ASSERT(manager->gate.locked &&
+               (fm5_medium_header_of(user)->status & (FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_PENDING_FREE)) ==
+                   FM5_STATUS_HAS_DEBUG_INFO);
+    size_t size = fm5_medium_block_size(user);
+    if (fm5_recycling_may_reuse(user, size - FM5_MEDIUM_HEADER_SIZE, 1)) {
+        merge_and_release(manager, user);
+        return;
+    }
+    write_free_block(fm5_medium_span_of(user), user, size, FM5_STATUS_HAS_DEBUG_INFO);
+    fm5_recycling_quarantine(user);
+}
+
 static void free_locked(fm5_medium_manager *manager, char *user)
 {
-    /* A freed debug block keeps its debug information so that it can be checked before reuse: it is
-     * never merged. Its neighbours merge only when they carry none. */
-    if (fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) {
+    if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO)) {
+        merge_and_release(manager, user);
+        return;
+    }
+    /* While debug mode is on, a freed debug block keeps its debug information so that it can be
+     * checked before reuse: it is binned as it is and never merged (its neighbours merge only when they
+     * carry none). After debug mode, nothing would ever check or merge it: it is recycled now. */
+    if (fm5_recycling_keeps_freed_debug_blocks()) {
         make_free_block(manager, fm5_medium_span_of(user), user, fm5_medium_block_size(user),
                         FM5_STATUS_HAS_DEBUG_INFO);
         return;
     }
-    merge_and_release(manager, user);
+    recycle_freed_debug_block(manager, user);
 }
 
 /* Live: exactly "medium", with or without debug information. Queued: marked pending. */
@@ -452,10 +474,57 @@ int fm5_medium_requeue_quarantined(void *user)
                (FM5_STATUS_MEDIUM | FM5_STATUS_FREE));
     size_t size = fm5_medium_block_size(user);
     int intact = fm5_recycling_may_reuse(user, size - FM5_MEDIUM_HEADER_SIZE, 0);
-    if (intact && size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+    /* Back as the freed debug block it is while debug mode keeps those; after, recycled. */
+    if (intact && !fm5_recycling_keeps_freed_debug_blocks())
+        merge_and_release(manager, user);
+    else if (intact && size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
         bin_insert(manager, (fm5_medium_free_links *)(void *)user, size);
     fm5_arena_unlock(&manager->gate, release_queued, manager);
     return intact;
+}
+
+int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
+{
+    int complete = 1;
+    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
+            complete = 0;
+            continue;
+        }
+        /* Frees queued meanwhile first: a debug block among them is recycled by its free. A debug mode
+         * that came back (seen under the lock) keeps freed debug blocks again; these wait for its end. */
+        fm5_arena_drain(&manager->gate, release_queued, manager);
+        if (fm5_recycling_keeps_freed_debug_blocks()) {
+            fm5_arena_unlock(&manager->gate, release_queued, manager);
+            return 0;
+        }
+        /* Out of the bins first, linked through their first pointer (a debug header's free-list word):
+         * recycling one merges it into binned neighbours, never into another one still waiting here,
+         * whose status still carries HasDebugInfo. Quarantined blocks are in no bin, so never met. */
+        char *waiting = NULL;
+        for (int bin = first_bin_with_block(manager, 0); bin >= 0;
+             bin = bin + 1 < FM5_MEDIUM_BIN_COUNT ? first_bin_with_block(manager, (unsigned)bin + 1) : -1) {
+            fm5_medium_free_links *block = manager->bins[bin];
+            while (block) {
+                fm5_medium_free_links *next = block->next;
+                if (fm5_medium_header_of(block)->status & FM5_STATUS_HAS_DEBUG_INFO) {
+                    bin_remove(manager, block, fm5_medium_block_size(block));
+                    *(char **)(void *)block = waiting;
+                    waiting = (char *)block;
+                }
+                block = next;
+            }
+        }
+        while (waiting) {
+            char *next = *(char **)waiting;
+            recycle_freed_debug_block(manager, waiting);
+            waiting = next;
+        }
+        fm5_medium_check_manager(manager);
+        fm5_arena_unlock(&manager->gate, release_queued, manager);
+    }
+    return complete;
 }
 
 int fm5_medium_process_pending_frees(int wait)

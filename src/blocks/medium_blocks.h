@@ -44,6 +44,8 @@ typedef struct fm5_medium_span {
  * - walking a span from its first block by block sizes reaches its end exactly, every step a block
  *   start; no two free blocks without debug information are neighbours (they would have merged),
  *   except while debug mode keeps freed blocks apart;
+ * - a binned block carries debug information only while debug mode is on, or from then until
+ *   fm5_medium_recycle_freed_debug_blocks has been through the arena;
  * - the feed span's unfed space is [first block, feed_end); the block at feed_end is not free. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     fm5_ring spans;                      /* sentinel of the arena's spans */
@@ -110,8 +112,15 @@ FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void
 
 int fm5_medium_process_pending_frees(int wait);
 /* A quarantined block (blocks/recycling.h) goes back into its bin if the freed-block check now finds
- * it intact: returns 1 then, 0 if it must stay quarantined. Takes the arena's lock. */
+ * it intact (recycled instead once debug mode is off): returns 1 then, 0 if it must stay quarantined.
+ * Takes the arena's lock. */
 int fm5_medium_requeue_quarantined(void *user);
+/* After debug mode: every freed debug block in a bin of every arena goes through the freed-block
+ * check, and then is merged and released as a free of it would be now, or (corrupted) reported and
+ * quarantined. Quarantined blocks stay as they are. Takes each arena's lock in turn, waiting at most
+ * `timeout_ms`, and holds no other lock. Returns 0 if an arena stayed busy or debug mode came back
+ * meanwhile (its blocks are then left for its end). */
+int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms);
 
 /* A checked build's audit of one arena, under its lock: the invariants above. */
 void fm5_medium_check_manager(const fm5_medium_manager *manager);

@@ -12,6 +12,10 @@
 #define FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS 2u
 /* Return every freed large block to the OS at once, so that a use after free faults (no cache). */
 #define FM5_RECYCLING_NO_LARGE_REGION_CACHE 4u
+/* Keep a freed debug block as it is, its debug information checked before its memory is reused: set
+ * exactly while debug mode is on. Off, a freed debug block is checked and recycled at once (see
+ * fm5_release_recycle_freed_debug_blocks for those freed before). */
+#define FM5_RECYCLING_KEEP_FREED_DEBUG_BLOCKS 8u
 
 extern volatile unsigned fm5_recycling_options;
 
@@ -59,6 +63,11 @@ FM5_INLINE int fm5_recycling_caches_large_regions(void)
 FM5_INLINE int fm5_recycling_never_merges_medium_blocks(void)
 {
     return (fm5_recycling_load_options() & FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS) != 0;
+}
+
+FM5_INLINE int fm5_recycling_keeps_freed_debug_blocks(void)
+{
+    return (fm5_recycling_load_options() & FM5_RECYCLING_KEEP_FREED_DEBUG_BLOCKS) != 0;
 }
 
 #endif

@@ -113,6 +113,15 @@ void fm5_release_requeue_quarantine(void)
     }
 }
 
+int fm5_release_recycle_freed_debug_blocks(uint32_t timeout_ms)
+{
+    /* Small first: a released span is a medium block freed, which its freed debug neighbours then
+     * merge with. */
+    int small = fm5_small_release_empty_spans(timeout_ms);
+    int medium = fm5_medium_recycle_freed_debug_blocks(timeout_ms);
+    return small && medium;
+}
+
 int fm5_release_process_pending_frees(void)
 {
     /* Small first: releasing a small block can free its span into the medium manager. */

@@ -62,6 +62,13 @@ void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const
  * others stay quarantined. Debug mode's scan calls it after it has checked them all. */
 void fm5_release_requeue_quarantine(void);
 
+/* Debug mode has ended: the blocks it kept in place go back to ordinary recycling (small spans with no
+ * block in use are released, freed medium debug blocks are merged), each checked first as before a
+ * reuse; quarantined blocks stay as they are. Waits at most `timeout_ms` for each arena's lock and
+ * holds no lock when called. Returns 0 if some blocks were left (an arena stayed busy, or debug mode
+ * came back meanwhile): their next chance is the next end of debug mode. */
+int fm5_release_recycle_freed_debug_blocks(uint32_t timeout_ms);
+
 /* Releases the blocks queued on every arena's pending-free list whose lock is free now. Returns 1 if
  * nothing was left queued. */
 int fm5_release_process_pending_frees(void);

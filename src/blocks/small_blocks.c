@@ -266,6 +266,59 @@ int fm5_small_requeue_quarantined(void *user)
     return intact;
 }
 
+/* A span whose blocks are all free, kept by debug mode: its freed debug blocks pass the check made
+ * before a reuse, since releasing the span discards them; a corrupted one is reported and quarantined
+ * as reuse_locked does (off the chain, counted in use), and keeps the span. The others go with it. */
+static void release_empty_span(fm5_small_manager *manager, fm5_small_span *span)
+{
+    FM5_ASSERT(manager->gate.locked && span->manager == manager && span->blocks_in_use == 0);
+    void **link = &span->first_free_block;
+    while (*link) {
+        char *user = *link;
+        if ((*fm5_status_word(user) & FM5_STATUS_HAS_DEBUG_INFO) &&
+            !fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE, 1)) {
+            *link = *(void **)user;
+            span->blocks_in_use++;
+            fm5_recycling_quarantine(user);
+            continue;
+        }
+        link = (void **)user;
+    }
+    if (span->blocks_in_use == 0)
+        release_span(manager, span);
+    else if (!span->first_free_block)
+        fm5_ring_remove(&span->partially_free);
+}
+
+int fm5_small_release_empty_spans(uint32_t timeout_ms)
+{
+    int complete = 1;
+    for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++) {
+        for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++) {
+            fm5_small_manager *manager = &fm5_small_managers[a][c];
+            if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
+                complete = 0;
+                continue;
+            }
+            /* Checked under the lock: a debug mode that came back keeps its empty spans again. */
+            if (fm5_recycling_keeps_empty_small_spans()) {
+                fm5_small_drain_pending_and_unlock(manager);
+                return 0;
+            }
+            /* A span with no block in use has every block on its chain, so it is on the ring. */
+            fm5_ring *node = manager->partially_free.next;
+            while (node != &manager->partially_free) {
+                fm5_ring *next = node->next;
+                if (span_of_ring(node)->blocks_in_use == 0)
+                    release_empty_span(manager, span_of_ring(node));
+                node = next;
+            }
+            fm5_small_drain_pending_and_unlock(manager);
+        }
+    }
+    return complete;
+}
+
 int fm5_small_process_pending_frees(int wait)
 {
     int complete = 1;

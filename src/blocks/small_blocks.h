@@ -100,6 +100,13 @@ int fm5_small_process_pending_frees(int wait);
 /* A quarantined block (blocks/recycling.h) goes back on its span's free chain if the freed-block check
  * now finds it intact: returns 1 then, 0 if it must stay quarantined. Takes the manager's lock. */
 int fm5_small_requeue_quarantined(void *user);
+/* After debug mode: every span of every manager that has no block in use (debug mode's "never free
+ * small-block spans" kept it; quarantined blocks count as in use) is released as its last free would
+ * release it now, once its freed debug blocks have passed the freed-block check (a corrupted one is
+ * reported and quarantined, and keeps its span). Takes each manager's lock in turn, waiting at most
+ * `timeout_ms`; the medium free of a span never waits (lock order small -> medium). Returns 0 if a
+ * manager stayed busy or debug mode came back meanwhile. */
+int fm5_small_release_empty_spans(uint32_t timeout_ms);
 
 /* A checked build's audit of one span, under its manager's lock: the invariants above. */
 void fm5_small_check_span(const fm5_small_span *span);

@@ -2,6 +2,7 @@
 #include "fm5.h"
 #include "debug/debug_mode.h"
 #include "blocks/recycling.h"
+#include "blocks/release_engine.h"
 #include "base/events.h"
 #include "base/os.h"
 
@@ -34,7 +35,7 @@ static void publish_state(void)
     if (active && (debug_mode_options & FastMM_DebugNeverMergeFreeMediumBlocks))
         recycling |= FM5_RECYCLING_NEVER_MERGE_MEDIUM_BLOCKS;
     if (active)
-        recycling |= FM5_RECYCLING_NO_LARGE_REGION_CACHE;
+        recycling |= FM5_RECYCLING_NO_LARGE_REGION_CACHE | FM5_RECYCLING_KEEP_FREED_DEBUG_BLOCKS;
     __atomic_store_n(&fm5_recycling_options, recycling, __ATOMIC_RELAXED);
     __atomic_store_n(&fm5_debug_mode_active, active, __ATOMIC_RELAXED);
 }
@@ -56,15 +57,23 @@ static void reserve_fill_pattern_addresses(void)
 #endif
 }
 
+/* How long the end of debug mode waits for each arena's lock, as the scans do. */
+#define RECYCLE_LOCK_TIMEOUT_MS 1000u
+
 static int adjust_counter(long delta)
 {
     fm5_lock_with_timeout(&mode_lock, FM5_WAIT_FOREVER);
     if (delta > 0)
         reserve_fill_pattern_addresses();
+    int was_active = fm5_debug_mode_active;
     debug_mode_counter += delta;
     publish_state();
     int active = fm5_debug_mode_active;
     fm5_unlock(&mode_lock);
+    /* Without the mode lock, which is held over no other lock: the blocks debug mode kept in place
+     * would otherwise stay there for good, since no free touches them again. */
+    if (was_active && !active)
+        fm5_release_recycle_freed_debug_blocks(RECYCLE_LOCK_TIMEOUT_MS);
     return active;
 }
 
