@@ -9,8 +9,9 @@
  *   - the same with small debug blocks of five size classes, dozens of spans of each (22 MB of empty
  *     spans kept before the fix): at most one small span per class is left, its feed span as in release
  *     mode, and the usage ends within the same bound plus a medium span for each of those;
- *   - debug blocks allocated in debug mode and freed after it, and debug blocks queued on a pending-free
- *     list (their arena locked by a walk) in debug mode: the same;
+ *   - debug blocks allocated in debug mode and freed after it, ordinary blocks allocated before debug
+ *     mode and freed in it (kept apart by "never merge", 33 MB before the fix), and debug blocks queued
+ *     on a pending-free list (their arena locked by a walk) in debug mode: the same;
  *   - after each of these the heap status, the usage summary and a walk agree with the usage, and
  *     nothing is left allocated;
  *   - a freed medium and a freed small debug block corrupted before the exit: reported once, by the
@@ -259,6 +260,24 @@ static void freed_after_debug_mode(void)
     check_back("freed after debug mode", &s, 2, SMALL_CLASSES);
 }
 
+/* Without debug information, but freed while "never merge" was in force: their free neighbours stayed
+ * apart, as the debug blocks did. */
+static void ordinary_blocks_freed_in_debug_mode(void)
+{
+    SECTION("ordinary medium blocks allocated before debug mode, freed in it");
+    start_point s = start();
+    for (unsigned round = 0; round < ROUNDS; round++) {
+        void *blocks[BLOCKS_PER_ROUND];
+        for (unsigned i = 0; i < BLOCKS_PER_ROUND; i++)
+            blocks[i] = FastMM_GetMem(medium_size(round, i));
+        CHECK_EQ_INT(FastMM_EnterDebugMode(), 1);
+        for (unsigned i = 0; i < BLOCKS_PER_ROUND; i++)
+            CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
+        CHECK_EQ_INT(FastMM_ExitDebugMode(), 0);
+    }
+    check_back("ordinary blocks freed in debug mode", &s, 2, 0);
+}
+
 static void queued_in_debug_mode(void)
 {
     SECTION("debug blocks queued on a pending-free list in debug mode");
@@ -469,6 +488,7 @@ int main(void)
     small_rounds("small blocks, FastMM_OptimizeForLowMemoryUsage", TU_DEBUG_DEFAULT_OPTIONS,
                  FastMM_OptimizeForLowMemoryUsage);
     freed_after_debug_mode();
+    ordinary_blocks_freed_in_debug_mode();
     queued_in_debug_mode();
     toggling_while_threads_allocate();
 

@@ -375,8 +375,9 @@ static int keep_empty_span(const fm5_medium_manager *manager)
 /* Releases the block at `user`, one leaving use or a free one taken out of its bin, as a free does:
  * merged with the free neighbours that carry no debug information (unless debug mode keeps freed
  * blocks apart), then given back to the feed, released with its span when that leaves the span
- * empty, or binned. Its own status and debug information are dropped. */
-static void merge_and_release(fm5_medium_manager *manager, char *user)
+ * empty, or binned. Its own status and debug information are dropped. Returns 1 if the span was
+ * released. */
+static int merge_and_release(fm5_medium_manager *manager, char *user)
 {
     fm5_medium_span *span = fm5_medium_span_of(user);
     size_t size = fm5_medium_block_size(user);
@@ -410,15 +411,18 @@ static void merge_and_release(fm5_medium_manager *manager, char *user)
         manager->feed_end = user + size;
         fm5_medium_header_of(user + size)->previous_block_is_free = 0;
         if (manager->feed_end == span_end(span) &&
-            fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+            fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage) {
             release_span(manager, span);
-        return;
+            return 1;
+        }
+        return 0;
     }
     if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(manager)) {
         release_span(manager, span);
-        return;
+        return 1;
     }
     make_free_block(manager, span, user, size, 0);
+    return 0;
 }
 
 /* A freed debug block that debug mode no longer keeps, in no bin: checked as before a reuse, since
@@ -483,6 +487,34 @@ int fm5_medium_requeue_quarantined(void *user)
     return intact;
 }
 
+/* Free blocks without debug information that debug mode's "never merge" left side by side in `span`:
+ * each such block is released again, as freeing it now would, which merges its free neighbour into
+ * it, until no two are neighbours. Walking from the span's start, a block's free predecessor has
+ * taken it in already. */
+static void merge_kept_apart(fm5_medium_manager *manager, fm5_medium_span *span)
+{
+    const unsigned free_block = FM5_STATUS_MEDIUM | FM5_STATUS_FREE;
+    char *user = span == manager->feed_span ? manager->feed_end : span_area_start(span);
+    while (user < span_end(span)) {
+        size_t size = fm5_medium_block_size(user);
+        /* The span's sentinel is never free, so the run ends in the span. */
+        if (fm5_status_load(user) != free_block || fm5_status_load(user + size) != free_block) {
+            user += size;
+            continue;
+        }
+        if (size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
+            bin_remove(manager, (fm5_medium_free_links *)(void *)user, size);
+        if (merge_and_release(manager, user))
+            return;
+        /* Given back to the feed, or binned where it was: bigger (look at it again), or as it was if
+         * debug mode came back meanwhile and keeps blocks apart again (go on). */
+        if (span == manager->feed_span && manager->feed_end > user)
+            user = manager->feed_end;
+        else if (fm5_medium_block_size(user) == size)
+            user += size;
+    }
+}
+
 int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
 {
     int complete = 1;
@@ -520,6 +552,11 @@ int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
             char *next = *(char **)waiting;
             recycle_freed_debug_block(manager, waiting);
             waiting = next;
+        }
+        for (fm5_ring *node = manager->spans.next; node != &manager->spans;) {
+            fm5_ring *next = node->next;
+            merge_kept_apart(manager, FM5_CONTAINER_OF(node, fm5_medium_span, ring));
+            node = next;
         }
         fm5_medium_check_manager(manager);
         fm5_arena_unlock(&manager->gate, release_queued, manager);

@@ -43,7 +43,7 @@ typedef struct fm5_medium_span {
  *   the size of bin b and smaller than the next bin's (the last bin: up to the largest medium block);
  * - walking a span from its first block by block sizes reaches its end exactly, every step a block
  *   start; no two free blocks without debug information are neighbours (they would have merged),
- *   except while debug mode keeps freed blocks apart;
+ *   except while debug mode keeps freed blocks apart and until its end merges them;
  * - a binned block carries debug information only while debug mode is on, or from then until
  *   fm5_medium_recycle_freed_debug_blocks has been through the arena;
  * - the feed span's unfed space is [first block, feed_end); the block at feed_end is not free. */
@@ -117,9 +117,10 @@ int fm5_medium_process_pending_frees(int wait);
 int fm5_medium_requeue_quarantined(void *user);
 /* After debug mode: every freed debug block in a bin of every arena goes through the freed-block
  * check, and then is merged and released as a free of it would be now, or (corrupted) reported and
- * quarantined. Quarantined blocks stay as they are. Takes each arena's lock in turn, waiting at most
- * `timeout_ms`, and holds no other lock. Returns 0 if an arena stayed busy or debug mode came back
- * meanwhile (its blocks are then left for its end). */
+ * quarantined; then free neighbours that "never merge" kept apart are merged. Quarantined blocks
+ * stay as they are. Takes each arena's lock in turn, waiting at most `timeout_ms`, and holds no
+ * other lock. Returns 0 if an arena stayed busy or debug mode came back meanwhile (its blocks are
+ * then left for its end). */
 int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms);
 
 /* A checked build's audit of one arena, under its lock: the invariants above. */
