@@ -52,10 +52,10 @@
  *
  * Memory usage does not return to its starting value when an input has freed everything, and need not:
  * the medium manager keeps an empty span (keep_empty_span in blocks/medium_blocks.c, except with
- * FastMM_OptimizeForLowMemoryUsage), small spans are kept while debug mode is on, medium blocks freed
- * as debug blocks never merge (not even after debug mode, so their spans stay until the blocks are
- * reused: a sequence of growing sizes makes the heap grow), and an OS refusal to unmap leaves its
- * bytes counted. What is checked instead is exact: usage == the walk's medium spans + large blocks + the bytes
+ * FastMM_OptimizeForLowMemoryUsage), a small size class keeps its feed span, and an OS refusal to
+ * unmap leaves its bytes counted. (Small spans kept and medium blocks left unmerged by debug mode are
+ * recycled when it ends: outside debug mode the walk must find no free medium block that carries
+ * debug information, since no input corrupts a block and so none is quarantined.) What is checked instead is exact: usage == the walk's medium spans + large blocks + the bytes
  * of ReleaseFailed events, and after each input the walk finds no used block at all.
  *
  * A ReleaseFailed event's memory (no longer used by fm5, still counted) is unmapped here, so that a long
@@ -628,6 +628,7 @@ typedef struct walk_context {
     size_t address_space;  /* medium spans + large blocks */
     size_t used_blocks;
     size_t items;
+    int debug_mode;        /* debug mode was on when the walk began */
 } walk_context;
 
 static int FM5_CALL walk_visit(const FastMM_WalkBlockInfo *info, void *user)
@@ -646,6 +647,9 @@ static int FM5_CALL walk_visit(const FastMM_WalkBlockInfo *info, void *user)
     if (!(kind & ALL_BLOCK_KINDS))
         return 0;
     int i = hash_find(info->Address);
+    CHECK(!info->IsFree || kind != FastMM_MediumBlock || !info->IsDebugBlock || walk->debug_mode,
+          "walk: free medium block %p (size %zu) still carries debug information after debug mode", info->Address,
+          info->BlockSize);
     if (info->IsFree) {
         CHECK(i < 0, "walk reported live block %p (size %zu) as free (kind %u)", info->Address, i >= 0 ? slots[i].size : 0,
               kind);
@@ -693,6 +697,7 @@ static size_t walk_and_check(unsigned kinds, int used_only, const char *why)
     walk.kinds = selected;
     walk.used_only = used_only;
     walk.learn_kinds = (selected & ALL_BLOCK_KINDS) == ALL_BLOCK_KINDS;
+    walk.debug_mode = FastMM_DebugModeActive();
     hash_build();
     int complete = FastMM_WalkBlocks(walk_visit, &walk, kinds, used_only, 1000);
     CHECK(complete == 1, "%s: FastMM_WalkBlocks(kinds 0x%x, used_only %d) returned %d", why, kinds, used_only, complete);
