@@ -9,7 +9,10 @@
  *   - repeated reports of unchanged damage are folded into one line ("still corrupted, unchanged")
  *     but still make the scan return 0, and a second change to the same block gets a full report;
  *   - a corrupted freed block met on reuse is quarantined (never handed out while corrupted, still
- *     reported by every scan) and, once restored, goes back into use.
+ *     reported by every scan, its bytes exactly as they were damaged) and, once restored, goes back
+ *     into use, filled;
+ *   - an intact freed block handed out again, for the same, a smaller or a slightly larger size around
+ *     and above 32 KiB, holds the allocated fill in every byte.
  * Stack traces are 4 entries deep, so that the footers hold traces and the reports stay cheap.
  */
 #include "test_util.h"
@@ -155,18 +158,34 @@ static void folded_reports(void)
     }
 }
 
+/* Whether the freed block at p still holds exactly the freed fill after its marker slot, but for the
+ * byte at `changed`: the check that refused it must leave it as it was found. */
+static void expect_freed_content(const uint8_t *p, size_t n, size_t changed, uint8_t changed_value)
+{
+    size_t first_wrong = SIZE_MAX;
+    for (size_t i = sizeof(void *); i < n && first_wrong == SIZE_MAX; i++)
+        if (p[i] != (i == changed ? changed_value : 0x80))
+            first_wrong = i;
+    CHECK_MSG(first_wrong == SIZE_MAX, "%zu bytes, byte %zu changed: the quarantined block's byte %zu is 0x%02x", n,
+              changed, first_wrong, first_wrong == SIZE_MAX ? 0 : p[first_wrong]);
+}
+
 static void reuse_quarantine(void)
 {
     SECTION("a corrupted freed block met on reuse: quarantined, rescanned, back in use once restored");
-    static const size_t sizes[] = {200, 7000};
+    /* Small and medium blocks, up to 64 KiB and beyond (where the allocated fill runs from the end
+     * down), changed in the first unit, in the middle, and in the last (unaligned) bytes. */
+    static const struct {
+        size_t n, position;
+    } cases[] = {{200, 10}, {7000, 10}, {40000, 10}, {40000, 20001}, {40000, 39999}, {65536, 65535}, {70001, 35000}};
     enum { TRIES = 64 };
-    for (size_t i = 0; i < 2; i++) {
-        size_t n = sizes[i];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = cases[i].n, position = cases[i].position;
         uint8_t *p = FastMM_GetMem(n);
         if (!CHECK(p != NULL))
             continue;
         CHECK_EQ_INT(FastMM_FreeMem(p), 0);
-        p[10] ^= 0x40;
+        p[position] ^= 0x40;
         void *blocks[TRIES];
         int handed_out = 0;
         tu_events_reset();
@@ -178,10 +197,11 @@ static void reuse_quarantine(void)
         CHECK_MSG(tu_events_count(FastMM_EventFreedBlockModified) == 1,
                   "%zu bytes: %ld FreedBlockModified events while allocating, expected the one on reuse", n,
                   (long)tu_events_count(FastMM_EventFreedBlockModified));
+        expect_freed_content(p, n, position, 0x80 ^ 0x40);
         for (int k = 0; k < 2; k++)
-            scan_expect(1, p, "quarantined, user", n, 10);
-        p[10] ^= 0x40;
-        scan_expect(0, p, "quarantined, restored, user", n, 10);
+            scan_expect(1, p, "quarantined, user", n, position);
+        p[position] ^= 0x40;
+        scan_expect(0, p, "quarantined, restored, user", n, position);
         void *again[TRIES];
         int back = 0;
         for (int k = 0; k < TRIES; k++) {
@@ -189,12 +209,45 @@ static void reuse_quarantine(void)
             back |= again[k] == p;
         }
         CHECK_MSG(back, "%zu bytes: the restored block did not go back into use", n);
+        /* Handed out again, it holds the allocated fill like any new debug block. */
+        for (int k = 0; k < TRIES; k++)
+            if (again[k] == p) {
+                size_t bad = 0;
+                CHECK_MSG(tu_all_bytes_equal(p, n, 0x90, &bad), "%zu bytes: the block back in use has 0x%02x at %zu", n,
+                          p[bad], bad);
+            }
         for (int k = 0; k < TRIES; k++) {
             CHECK_EQ_INT(FastMM_FreeMem(blocks[k]), 0);
             CHECK_EQ_INT(FastMM_FreeMem(again[k]), 0);
         }
         scan_expect(0, p, "after freeing everything", n, 0);
     }
+}
+
+/* An intact freed block handed out again holds the allocated fill everywhere, also when the new block
+ * is smaller or a little larger than the freed one, around the size where the allocated fill starts to
+ * run from the end down. */
+static void reuse_fill(void)
+{
+    SECTION("an intact freed block handed out again: all 0x90, smaller and larger reuses too");
+    static const size_t sizes[] = {32767, 32768, 32769, 40000, 65536, 70001};
+    static const long deltas[] = {0, -100, -1, 1, 24};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (size_t d = 0; d < sizeof deltas / sizeof deltas[0]; d++) {
+            size_t n = sizes[i], m = (size_t)((long)n + deltas[d]);
+            uint8_t *p = FastMM_GetMem(n);
+            if (!CHECK(p != NULL))
+                continue;
+            tu_pattern_fill(p, n, tu_pattern_key(SEED, i, d));
+            CHECK_EQ_INT(FastMM_FreeMem(p), 0);
+            uint8_t *q = FastMM_GetMem(m);
+            if (!CHECK(q != NULL))
+                continue;
+            size_t bad = 0;
+            CHECK_MSG(tu_all_bytes_equal(q, m, 0x90, &bad), "%zu bytes freed, %zu allocated%s: 0x%02x at %zu", n, m,
+                      q == p ? " (the same block)" : "", q[bad], bad);
+            CHECK_EQ_INT(FastMM_FreeMem(q), 0);
+        }
 }
 
 int main(void)
@@ -208,6 +261,7 @@ int main(void)
     live_blocks();
     folded_reports();
     reuse_quarantine();
+    reuse_fill();
     tu_info("%lu scans: %lu corruptions missed, %lu clean scans failed, %llu ms", scans, missed, spurious,
             tu_ms() - started);
     FastMM_ExitDebugMode();
