@@ -76,6 +76,8 @@ def analyse(meta, samples):
         medians = {a: stats.median(list(t.values())) if t else None for a, t in times.items()}
         commits = {a: stats.median([row["peak_commit_kb"] for row in by_alloc[a].values()])
                    if by_alloc.get(a) else None for a in task["allocators"]}
+        working_sets = {a: stats.median([row["peak_ws_kb"] for row in by_alloc[a].values()])
+                        if by_alloc.get(a) else None for a in task["allocators"]}
         gains = {}
         if reference in task["allocators"]:
             for peer in task["allocators"]:
@@ -83,8 +85,8 @@ def analyse(meta, samples):
                     # Gain of the reference over the peer: time_peer / time_reference - 1, per round.
                     gains[peer] = stats.paired_gain(times[peer], times[reference])
         pairs = min((len(t) for t in times.values() if t), default=0)
-        per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits, "gains": gains,
-                                       "measured_pairs": pairs})
+        per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits,
+                                       "working_sets": working_sets, "gains": gains, "measured_pairs": pairs})
     return per_arch
 
 
@@ -136,6 +138,13 @@ def not_fastest(per_arch, reference, names):
     return lines
 
 
+def memory_cell(row, allocator):
+    ws, commit = row["working_sets"].get(allocator), row["commits"].get(allocator)
+    if ws is None or commit is None:
+        return "—"
+    return f"{ws / 1024:.1f} / {commit / 1024:.1f}"
+
+
 def markdown(meta, per_arch):
     allocators, reference = meta["allocators"], meta["reference"]
     names = labels_for(allocators)
@@ -168,12 +177,16 @@ def markdown(meta, per_arch):
             head += ["gain of B over A [95 %]"]
         else:
             head += [f"{names[reference]} vs {names[p]} [95 %]" for p in peers]
+        # Memory beside speed: the process's peak working set and peak commit (MiB, medians), so that a
+        # gain bought with memory shows in the same row.
+        head += [f"{names[a]} peak WS / commit MiB" for a in allocators]
         out.append("| " + " | ".join(head) + " |")
         out.append("|---|---|---:|---:|" + "---:|" * (len(head) - 4))
         for row in rows:
             cells = [f"`{row['name']}`", row["category"], str(row["threads"]), str(row["measured_pairs"])]
             cells += ["—" if row["medians"].get(a) is None else f"{row['medians'][a]:.1f}" for a in allocators]
             cells += [interval(row["gains"][p]) if p in row["gains"] else "—" for p in peers]
+            cells += [memory_cell(row, a) for a in allocators]
             out.append("| " + " | ".join(cells) + " |")
 
         categories, counts, table, left_out = score(rows, allocators)
@@ -214,14 +227,16 @@ def write_summary(path, meta, per_arch):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["arch", "workload", "category", "threads", "allocator", "pairs", "median_ms",
-                         "median_peak_commit_kb", "gain_of_reference_pct", "low_pct", "high_pct"])
+                         "median_peak_commit_kb", "median_peak_ws_kb", "gain_of_reference_pct", "low_pct",
+                         "high_pct"])
         for arch in meta["arches"]:
             for row in per_arch.get(arch, []):
                 for a in row["allocators"]:
                     g = row["gains"].get(a, {"gain": None, "low": None, "high": None})
-                    m, c = row["medians"].get(a), row["commits"].get(a)
+                    m, c, w = row["medians"].get(a), row["commits"].get(a), row["working_sets"].get(a)
                     writer.writerow([arch, row["name"], row["category"], row["threads"], a, row["measured_pairs"],
                                      "" if m is None else f"{m:.3f}", "" if c is None else c,
+                                     "" if w is None else w,
                                      *("" if g[k] is None else f"{g[k]:.3f}" for k in ("gain", "low", "high"))])
 
 
