@@ -440,13 +440,22 @@ static enum replay replay(uintptr_t *rip, uintptr_t *rsp, uintptr_t *rbp, uintpt
         int32_t rbp_before = LOAD(memo->rbp_before[k]);
         if (rbp_before != NO_FRAME_POINTER && (intptr_t)(next_rbp - base) != (intptr_t)rbp_before)
             return REPLAY_MISSED;
+        /* Each word is bounded by the stack itself, not only by the entry's extent: a writer may be
+         * changing the entry under this replay (the versions then differ and it is not believed), and
+         * a torn mix of old extent and new offsets must not read past the stack. */
         uintptr_t slot = base + LOAD(memo->return_slot[k]);
+        if (slot + 8 > stack_high)
+            return REPLAY_MISSED;
         next = *(const uintptr_t *)slot;
         if (next != LOAD(memo->next_rip[k]))
             return REPLAY_MISSED;
         int32_t rbp_from = LOAD(memo->rbp_from[k]);
-        if (rbp_from >= 0)
-            next_rbp = *(const uintptr_t *)(base + (uint32_t)rbp_from);
+        if (rbp_from >= 0) {
+            uintptr_t saved = base + (uint32_t)rbp_from;
+            if (saved + 8 > stack_high)
+                return REPLAY_MISSED;
+            next_rbp = *(const uintptr_t *)saved;
+        }
         next_rsp = slot + 8;
         if (!next)
             break;
