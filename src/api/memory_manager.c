@@ -67,6 +67,13 @@ static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
 /* Everything but a live small block, and every failure, with its event. */
 FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 {
+    if (FM5_LIKELY(!fm5_erase_freed_active) && fm5_release_is_live_medium_block(p)) {
+        if (FM5_LIKELY(fm5_medium_free(p) == 0))
+            return 0;
+        /* Another thread freed it between the test and the lock. */
+        fm5_event_report(FastMM_EventDoubleFree, p, 0, "the block is already free");
+        return -1;
+    }
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity == FM5_LIVE_DEBUG_BLOCK)
@@ -114,9 +121,16 @@ static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_b
  * fm5_c_realloc_moving_small_block or here otherwise. */
 FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
-    fm5_small_span *span = fm5_debug_mode_is_active() ? NULL : fm5_release_live_small_block_span(p);
-    if (FM5_LIKELY(span != NULL))
-        return fm5_release_realloc_small_block(p, new_size, span);
+    if (FM5_LIKELY(!fm5_debug_mode_is_active())) {
+        fm5_small_span *span = fm5_release_live_small_block_span(p);
+        if (FM5_LIKELY(span != NULL))
+            return fm5_release_realloc_small_block(p, new_size, span);
+        if (fm5_release_is_live_medium_block(p)) {
+            /* Proved as fm5_identify_block would; a medium block's resizing needs no facts. */
+            fm5_block_facts facts = { NULL, NULL, FM5_NOT_A_BLOCK, NULL };
+            return fm5_release_realloc_block(p, FM5_LIVE_MEDIUM_BLOCK, &facts, new_size);
+        }
+    }
     fm5_block_facts facts;
     enum fm5_block_identity identity = fm5_identify_block(p, &facts);
     if (identity < FM5_LIVE_SMALL_BLOCK) {

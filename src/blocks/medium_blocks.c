@@ -22,7 +22,7 @@ size_t fm5_medium_contention_count;
 /* ---- bins ------------------------------------------------------------------------------------- */
 
 /* The bin a free block of `size` bytes belongs in: every block in bin b is at least bin_size(b). */
-static unsigned bin_for_free_block(size_t size)
+FM5_INLINE unsigned bin_for_free_block(size_t size)
 {
     if (size < BIN_GROUP_2_START)
         return (unsigned)((size - BIN_GROUP_1_START) / 256);
@@ -55,10 +55,10 @@ static __attribute__((unused)) size_t bin_size(unsigned bin)
     return BIN_GROUP_3_START + (size_t)(bin - FM5_MEDIUM_BIN_GROUP_3_FIRST_BIN) * 1024;
 }
 
-/* The bitmaps (the bins' and the spans' block starts) change only under the lock, but may_have_block
+/* The bitmaps (the bins' and the spans' block starts) change only under the lock, but may_serve
  * and the pointer checks read them without it: each word is stored whole (relaxed atomic, a plain
  * store on x86), so that a reader sees an old or a new value. */
-static void publish_bitmap(uint32_t *word, uint32_t value)
+FM5_INLINE void publish_bitmap(uint32_t *word, uint32_t value)
 {
     __atomic_store_n(word, value, __ATOMIC_RELAXED);
 }
@@ -93,7 +93,7 @@ static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block
 }
 
 /* The first non-empty bin at or above `bin`, or -1. */
-static int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
+FM5_INLINE int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
 {
     unsigned group = bin / 32;
     uint32_t bins = manager->bin_bitmaps[group] & (~0u << (bin % 32));
@@ -109,26 +109,26 @@ static int first_bin_with_block(const fm5_medium_manager *manager, unsigned bin)
 
 /* ---- spans and block starts -------------------------------------------------------------------- */
 
-static uint32_t *block_start_bitmap(const fm5_medium_span *span)
+FM5_INLINE uint32_t *block_start_bitmap(const fm5_medium_span *span)
 {
     return fm5_medium_block_start_bitmap(span);
 }
 
-static size_t block_index(const fm5_medium_span *span, const void *user)
+FM5_INLINE size_t block_index(const fm5_medium_span *span, const void *user)
 {
     return (size_t)((const char *)user - (const char *)span) / FM5_MEDIUM_ALIGNMENT;
 }
 
 /* Under the lock; pointer checks read the bitmap without it (fm5_medium_is_block_start), so each word
  * is stored whole. */
-static void mark_block_start(fm5_medium_span *span, void *user)
+FM5_INLINE void mark_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
     uint32_t *word = &block_start_bitmap(span)[index / 32];
     publish_bitmap(word, *word | 1u << (index % 32));
 }
 
-static void clear_block_start(fm5_medium_span *span, void *user)
+FM5_INLINE void clear_block_start(fm5_medium_span *span, void *user)
 {
     size_t index = block_index(span, user);
     uint32_t *word = &block_start_bitmap(span)[index / 32];
@@ -137,19 +137,19 @@ static void clear_block_start(fm5_medium_span *span, void *user)
     fm5_status_store(user, 0);
 }
 
-static char *span_area_start(const fm5_medium_span *span)
+FM5_INLINE char *span_area_start(const fm5_medium_span *span)
 {
     return (char *)span + span->first_block_offset;
 }
 
-static char *span_end(const fm5_medium_span *span)
+FM5_INLINE char *span_end(const fm5_medium_span *span)
 {
     return (char *)span + span->span_size;
 }
 
 /* Under the lock; but pointer checks, the unlocked growth test and walks of other arenas' spans read
  * headers without it, so each field is stored whole (relaxed atomics: plain moves on x86). */
-static void write_header(fm5_medium_span *span, char *user, size_t size, uint16_t status)
+FM5_INLINE void write_header(fm5_medium_span *span, char *user, size_t size, uint16_t status)
 {
     fm5_medium_header *header = fm5_medium_header_of(user);
     __atomic_store_n(&header->size_multiple, (uint16_t)(size / FM5_MEDIUM_ALIGNMENT), __ATOMIC_RELAXED);
@@ -177,13 +177,24 @@ static void make_free_block(fm5_medium_manager *manager, fm5_medium_span *span, 
         bin_insert(manager, (fm5_medium_free_links *)user, size);
 }
 
+/* Under the lock; may_serve reads the feed's bounds without it, so each is stored whole. */
+FM5_INLINE void set_feed_end(fm5_medium_manager *manager, char *feed_end)
+{
+    __atomic_store_n(&manager->feed_end, feed_end, __ATOMIC_RELAXED);
+}
+
+static void set_feed(fm5_medium_manager *manager, fm5_medium_span *span, char *feed_start, char *feed_end)
+{
+    manager->feed_span = span;
+    __atomic_store_n(&manager->feed_start, feed_start, __ATOMIC_RELAXED);
+    set_feed_end(manager, feed_end);
+}
+
 static void release_span(fm5_medium_manager *manager, fm5_medium_span *span)
 {
     fm5_ring_remove(&span->ring);
-    if (manager->feed_span == span) {
-        manager->feed_span = NULL;
-        manager->feed_end = NULL;
-    }
+    if (manager->feed_span == span)
+        set_feed(manager, NULL, NULL, NULL);
     size_t size = span->span_size;
     fm5_address_map_remove(span, size);
     fm5_memory_unmap(span, size, 1);
@@ -196,10 +207,9 @@ static void retire_feed_span(fm5_medium_manager *manager)
     fm5_medium_span *span = manager->feed_span;
     if (!span)
         return;
-    char *start = span_area_start(span);
+    char *start = manager->feed_start;
     size_t remainder = (size_t)(manager->feed_end - start);
-    manager->feed_span = NULL;
-    manager->feed_end = NULL;
+    set_feed(manager, NULL, NULL, NULL);
     if (remainder == 0)
         return;
     if (remainder == (size_t)(span_end(span) - start)) {
@@ -232,33 +242,33 @@ static int add_feed_span(fm5_medium_manager *manager)
     sentinel->status = FM5_STATUS_MEDIUM;
     sentinel->size_multiple = 0;
     fm5_ring_insert_first(&manager->spans, &span->ring);
-    manager->feed_span = span;
-    manager->feed_end = span_end(span);
+    set_feed(manager, span, span_area_start(span), span_end(span));
     return 1;
 }
 
 /* ---- allocation under the lock ---------------------------------------------------------------- */
 
-static void *take_from_feed(fm5_medium_manager *manager, size_t size)
+FM5_INLINE void *take_from_feed(fm5_medium_manager *manager, size_t size)
 {
-    fm5_medium_span *span = manager->feed_span;
-    if (!span || (size_t)(manager->feed_end - span_area_start(span)) < size)
+    if ((size_t)(manager->feed_end - manager->feed_start) < size)
         return NULL;
+    fm5_medium_span *span = manager->feed_span;
     char *user = manager->feed_end - size;
     write_header(span, user, size, FM5_STATUS_MEDIUM);
     fm5_medium_header_of(user)->previous_block_is_free = 0;
     mark_block_start(span, user);
-    manager->feed_end = user;
+    set_feed_end(manager, user);
     return user;
 }
 
-static void *take_from_bins(fm5_medium_manager *manager, size_t size)
+/* A block of `size` bytes from the bins, looking from `bin` (bin_for_free_block(size)) up. */
+static void *take_from_bins(fm5_medium_manager *manager, size_t size, unsigned first_bin)
 {
     char *user;
     size_t available;
     fm5_medium_span *span;
     for (;;) {
-        int bin = first_bin_with_block(manager, bin_for_free_block(size));
+        int bin = first_bin_with_block(manager, first_bin);
         if (bin < 0)
             return NULL;
         user = (char *)manager->bins[bin];
@@ -287,7 +297,7 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size)
     return user;
 }
 
-static void free_locked(fm5_medium_manager *manager, char *user);
+FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user);
 
 /* The arena skeleton's release steps: a block freed under the lock, and a queued one, whose pending
  * mark must go first. */
@@ -302,33 +312,44 @@ static void release_queued(void *manager, void *block)
     free_locked(manager, block);
 }
 
-/* A peek without the lock, to pass over arenas with nothing that fits: the words may be changing, so
- * it only tests them (no bit scan of a word that may read as 0), and a wrong guess costs a lock. */
-static int may_have_block(const fm5_medium_manager *manager, unsigned bin)
+/* A peek without the lock, to pass over arenas that cannot serve `size` without a new span: pending
+ * frees, a fitting bin or enough unfed space. The words may be changing, so it only tests them (no bit
+ * scan of a word that may read as 0, no read through a pointer), and a wrong guess costs a lock. */
+static int may_serve(const fm5_medium_manager *manager, size_t size, unsigned bin)
 {
     unsigned group = bin / 32;
-    return fm5_atomic_load_ptr((void *volatile *)&manager->gate.pending_free_list) != NULL ||
+    return (size_t)(__atomic_load_n(&manager->feed_end, __ATOMIC_RELAXED) -
+                    __atomic_load_n(&manager->feed_start, __ATOMIC_RELAXED)) >= size ||
+           fm5_atomic_load_ptr((void *volatile *)&manager->gate.pending_free_list) != NULL ||
            (__atomic_load_n(&manager->bin_bitmaps[group], __ATOMIC_RELAXED) & (~0u << (bin % 32))) != 0 ||
            (__atomic_load_n(&manager->group_bitmap, __ATOMIC_RELAXED) & (0xFFFFFFFEu << group)) != 0;
 }
 
-static void *take_locked(fm5_medium_manager *manager, size_t size)
+/* The request of one allocation scan: the block size and its first bin, worked out once. */
+typedef struct medium_request {
+    size_t size;
+    unsigned bin;
+} medium_request;
+
+/* Bins before the feed: a freed block is reused while its lines may still be cached, and the unfed
+ * space is kept for what the bins cannot serve. */
+FM5_INLINE void *take_locked(fm5_medium_manager *manager, const medium_request *request)
 {
     fm5_arena_drain(&manager->gate, release_queued, manager);
-    void *user = take_from_bins(manager, size);
-    return user ? user : take_from_feed(manager, size);
+    void *user = take_from_bins(manager, request->size, request->bin);
+    return user ? user : take_from_feed(manager, request->size);
 }
 
-/* First pass: only an arena that is idle and probably has a fitting free block. */
+/* First pass: only an arena that is idle and can probably serve the request as it is. */
 static void *first_pass(void *arena, void *context, int *final)
 {
     (void)final;
     fm5_medium_manager *manager = arena;
-    size_t size = *(const size_t *)context;
-    if (fm5_lock_is_held(&manager->gate.locked) || !may_have_block(manager, bin_for_free_block(size)) ||
+    const medium_request *request = context;
+    if (fm5_lock_is_held(&manager->gate.locked) || !may_serve(manager, request->size, request->bin) ||
         !fm5_try_lock(&manager->gate.locked))
         return NULL;
-    void *user = take_locked(manager, size);
+    void *user = take_locked(manager, request);
     fm5_unlock(&manager->gate.locked);
     return user;
 }
@@ -337,13 +358,13 @@ static void *first_pass(void *arena, void *context, int *final)
 static void *second_pass(void *arena, void *context, int *final)
 {
     fm5_medium_manager *manager = arena;
-    size_t size = *(const size_t *)context;
+    const medium_request *request = context;
     if (!fm5_try_lock(&manager->gate.locked))
         return NULL;
-    void *user = take_locked(manager, size);
+    void *user = take_locked(manager, request);
     if (!user) {
         if (add_feed_span(manager))
-            user = take_from_feed(manager, size);
+            user = take_from_feed(manager, request->size);
         else
             *final = 1;
     }
@@ -353,8 +374,9 @@ static void *second_pass(void *arena, void *context, int *final)
 
 void *fm5_medium_allocate(size_t size)
 {
+    medium_request request = { size, bin_for_free_block(size) };
     return fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], FM5_MEDIUM_ARENA_COUNT,
-                              first_pass, second_pass, &size, &fm5_medium_contention_count);
+                              first_pass, second_pass, &request, &fm5_medium_contention_count);
 }
 
 void *fm5_medium_get_mem(size_t user_size)
@@ -368,7 +390,7 @@ static int keep_empty_span(const fm5_medium_manager *manager)
 {
     if (fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
         return 0;
-    size_t feed_left = manager->feed_span ? (size_t)(manager->feed_end - span_area_start(manager->feed_span)) : 0;
+    size_t feed_left = (size_t)(manager->feed_end - manager->feed_start);
     return feed_left < FM5_MAXIMUM_MEDIUM_BLOCK_SIZE && !manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
 }
 
@@ -377,7 +399,7 @@ static int keep_empty_span(const fm5_medium_manager *manager)
  * blocks apart), then given back to the feed, released with its span when that leaves the span
  * empty, or binned. Its own status and debug information are dropped. Returns 1 if the span was
  * released. */
-static int merge_and_release(fm5_medium_manager *manager, char *user)
+FM5_INLINE int merge_and_release(fm5_medium_manager *manager, char *user)
 {
     fm5_medium_span *span = fm5_medium_span_of(user);
     size_t size = fm5_medium_block_size(user);
@@ -408,7 +430,7 @@ static int merge_and_release(fm5_medium_manager *manager, char *user)
     if (span == manager->feed_span && user == manager->feed_end) {
         /* Adjacent to the unfed space: give it back to the feed. */
         clear_block_start(span, user);
-        manager->feed_end = user + size;
+        set_feed_end(manager, user + size);
         fm5_medium_header_of(user + size)->previous_block_is_free = 0;
         if (manager->feed_end == span_end(span) &&
             fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage) {
@@ -442,7 +464,7 @@ static void recycle_freed_debug_block(fm5_medium_manager *manager, char *user)
     fm5_recycling_quarantine(user);
 }
 
-static void free_locked(fm5_medium_manager *manager, char *user)
+FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user)
 {
     if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO)) {
         merge_and_release(manager, user);
@@ -757,6 +779,10 @@ void fm5_medium_check_manager(const fm5_medium_manager *manager)
 {
 #if FM5_CHECKED
     FM5_ASSERT(manager->gate.locked);
+    FM5_ASSERT(manager->feed_span ? manager->feed_start == span_area_start(manager->feed_span) &&
+                                        manager->feed_start <= manager->feed_end &&
+                                        manager->feed_end <= span_end(manager->feed_span)
+                                  : !manager->feed_start && !manager->feed_end);
     for (unsigned group = 0; group < FM5_MEDIUM_BIN_GROUP_COUNT; group++)
         FM5_ASSERT(((manager->group_bitmap >> group) & 1) == (manager->bin_bitmaps[group] != 0));
     for (unsigned bin = 0; bin < FM5_MEDIUM_BIN_COUNT; bin++) {

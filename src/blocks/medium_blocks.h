@@ -46,12 +46,14 @@ typedef struct fm5_medium_span {
  *   except while debug mode keeps freed blocks apart and until its end merges them;
  * - a binned block carries debug information only while debug mode is on, or from then until
  *   fm5_medium_recycle_freed_debug_blocks has been through the arena;
- * - the feed span's unfed space is [first block, feed_end); the block at feed_end is not free. */
+ * - the feed span's unfed space is [feed_start, feed_end), feed_start its first block; the block at
+ *   feed_end is not free; without a feed span both are NULL. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     fm5_ring spans;                      /* sentinel of the arena's spans */
     fm5_arena_gate gate;
     uint32_t arena;
     fm5_medium_span *feed_span;
+    char *feed_start;                    /* the feed span's first block, NULL without a feed span */
     char *feed_end;                      /* lowest carved block of the feed span; blocks are cut below it */
     uint32_t group_bitmap;
     uint32_t bin_bitmaps[FM5_MEDIUM_BIN_GROUP_COUNT];

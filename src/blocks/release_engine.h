@@ -45,6 +45,14 @@ FM5_INLINE fm5_small_span *fm5_release_live_small_block_span(void *p)
     return fm5_small_block_span(p, status);
 }
 
+/* Is `p` a live medium block without debug information, proved as fm5_identify_block would? FreeMem's
+ * path past the small blocks; a block it turns down goes through the full identification. */
+FM5_INLINE int fm5_release_is_live_medium_block(void *p)
+{
+    return FM5_LIKELY(fm5_status_word_is_ours(p)) && *fm5_status_word(p) == FM5_STATUS_MEDIUM &&
+           FM5_LIKELY(fm5_medium_block_checks_out(p)) && !fm5_medium_header_of(p)->is_small_block_span;
+}
+
 /* ReallocMem of a live small block whose span is `span`: in place (FastMM5 PR #98) when the new size
  * still fits and the block would not be mostly empty, else moved, upsized with room to grow. */
 void *fm5_release_realloc_small_block(void *p, size_t new_size, fm5_small_span *span);
