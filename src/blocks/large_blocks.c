@@ -335,6 +335,10 @@ int fm5_large_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
             result = FM5_WALK_INCOMPLETE;
             continue;
         }
+        /* Blocks freed while another thread held the lock are free: taken out before the walk sees
+         * them (and given back to the OS after the lock), so that it never reports them in use. */
+        fm5_ring *released = NULL;
+        fm5_arena_drain(&manager->gate, collect_queued, &released);
         for (fm5_ring *node = manager->blocks.next; node != &manager->blocks; node = node->next) {
             fm5_large_header *header = FM5_CONTAINER_OF(node, fm5_large_header, ring);
             FM5_ASSERT(header->manager == manager && node->next->prev == node);
@@ -347,10 +351,12 @@ int fm5_large_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
                                     FastMM_LargeBlock, a, 1, 1 };
             if (visitor(&item, context) || (slack.block_size && visitor(&slack, context))) {
                 fm5_unlock(&manager->gate.locked);
+                release_chain(released);
                 return FM5_WALK_STOPPED;
             }
         }
         fm5_unlock(&manager->gate.locked);
+        release_chain(released);
     }
     return result;
 }

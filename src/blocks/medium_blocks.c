@@ -728,6 +728,9 @@ int fm5_medium_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms
             result = FM5_WALK_INCOMPLETE;
             continue;
         }
+        /* Blocks freed while another thread held the lock are free: released before the walk sees
+         * them, so that it never reports them in use. */
+        fm5_arena_drain(&manager->gate, release_queued, manager);
         fm5_medium_check_manager(manager);
         for (fm5_ring *node = manager->spans.next; node != &manager->spans; node = node->next) {
             fm5_medium_span *span = FM5_CONTAINER_OF(node, fm5_medium_span, ring);
