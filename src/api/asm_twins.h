@@ -10,7 +10,7 @@
 
 #include "fm5.h"
 #include "base/platform.h"
-#include "blocks/release_engine.h"  /* fm5_release_get_mem, fm5_c_realloc_moving_small_block */
+#include "blocks/release_engine.h"  /* fm5_release_get_mem */
 
 /* Twins of FastMM_GetMem, FastMM_FreeMem and FastMM_ReallocMem: the complete C entry points. */
 void *FM5_CALL fm5_c_get_mem(size_t size);
@@ -21,9 +21,10 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
  * the small range outside debug and erase modes goes to fm5_release_get_mem (blocks/release_engine.h);
  * FreeMem of a pointer that is fm5's but whose status word is not a live small block's to the function
  * below; ReallocMem of a block proved a live small block, outside debug mode, that does not stay in
- * place to fm5_c_realloc_moving_small_block (blocks/release_engine.h), which moves it by FastMM5's
- * rules without identifying it again. */
+ * place to fm5_c_realloc_moving_small_block, which moves it by FastMM5's rules without identifying it
+ * again. */
 int fm5_c_free_mem_slow_path(void *p);
+void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 
 /* Twins of the debug fills (fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed: debug/debug_fill.h) and
  * of the freed-pattern check (fm5_c_debug_freed_pattern_intact: debug/debug_freed_check.h), declared

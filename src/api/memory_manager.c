@@ -7,6 +7,8 @@
 #include "blocks/release_engine.h"
 #include "blocks/block_identity.h"
 #include "blocks/block_status.h"
+#include "blocks/realloc_rules.h"
+#include "blocks/small_blocks.h"
 #include "blocks/large_blocks.h"
 #include "base/events.h"
 #include "debug/debug_mode.h"
@@ -117,14 +119,69 @@ static size_t usable_size(void *p, enum fm5_block_identity identity, const fm5_b
     return fm5_live_block_usable_size(p, identity, facts);
 }
 
+/* memcpy for the few bytes of a small block (at most FM5_MAXIMUM_SMALL_USER_SIZE), inline: the CRT's
+ * memcpy is a call into another DLL (Wine's msvcrt under Wine). 16 bytes at a time, the last unit
+ * overlapping the one before; never a byte outside [0, n) of either block, since the next block's
+ * status word may follow at once. */
+FM5_INLINE void copy_small_block(char *to, const char *from, size_t n)
+{
+    if (n >= 16) {
+        size_t i = 0;
+        for (; i + 16 < n; i += 16)
+            __builtin_memcpy(to + i, from + i, 16);
+        __builtin_memcpy(to + n - 16, from + n - 16, 16);
+    } else if (n >= 8) {
+        __builtin_memcpy(to, from, 8);
+        __builtin_memcpy(to + n - 8, from + n - 8, 8);
+    } else if (n >= 4) {
+        __builtin_memcpy(to, from, 4);
+        __builtin_memcpy(to + n - 4, from + n - 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            to[i] = from[i];
+    }
+}
+
+/* A live small block outside debug mode that does not stay in place: a new block by FastMM5's rules
+ * (realloc_rules.h) from `get_mem`, the copy, then `free_mem` of the old one, as a program would do it.
+ * The entry points' fast paths serve both halves, where the release engine's mover (for the erase
+ * modes, which ReallocMem does not apply, fm5.h) would take the C managers' slower first passes. */
+FM5_INLINE void *move_small_block(void *p, size_t new_size, void *(FM5_CALL *get_mem)(size_t),
+                                  int (FM5_CALL *free_mem)(void *))
+{
+    fm5_small_span *span = fm5_small_span_of(p, *fm5_status_word(p));
+    if (FM5_UNLIKELY(fm5_erase_allocated_active | fm5_erase_freed_active | fm5_using_shared_manager))
+        return fm5_release_realloc_small_block(p, new_size, span);
+    size_t usable = (size_t)span->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    size_t request = fm5_small_realloc_request(new_size, usable);
+    void *q = get_mem(request);
+    if (FM5_UNLIKELY(!q) && request != new_size)
+        q = get_mem(new_size);
+    if (FM5_UNLIKELY(!q))
+        return NULL;
+    copy_small_block(q, p, new_size < usable ? new_size : usable);
+    free_mem(p);
+    return q;
+}
+
+/* The asm ReallocMem's mover: through the public entries, the NASM fast paths in those builds. */
+void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
+{
+    return move_small_block(p, new_size, FastMM_GetMem, FastMM_FreeMem);
+}
+
 /* FastMM_ReallocMem's C twin; asm/ repeats the small-block test and the in-place rule, and jumps to
  * fm5_c_realloc_moving_small_block or here otherwise. */
 FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
 {
     if (FM5_LIKELY(!fm5_debug_mode_is_active())) {
         fm5_small_span *span = fm5_release_live_small_block_span(p);
-        if (FM5_LIKELY(span != NULL))
-            return fm5_release_realloc_small_block(p, new_size, span);
+        if (FM5_LIKELY(span != NULL)) {
+            /* The asm's tests and mover, with the C twins of GetMem and FreeMem. */
+            if (fm5_small_realloc_stays(new_size, (size_t)span->manager->block_size - FM5_SMALL_HEADER_SIZE))
+                return p;
+            return move_small_block(p, new_size, fm5_c_get_mem, fm5_c_free_mem);
+        }
         if (fm5_release_is_live_medium_block(p)) {
             /* Proved as fm5_identify_block would; a medium block's resizing needs no facts. */
             fm5_block_facts facts = { NULL, NULL, FM5_NOT_A_BLOCK, NULL };

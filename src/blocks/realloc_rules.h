@@ -18,4 +18,14 @@ FM5_INLINE int fm5_small_realloc_stays(size_t new_size, size_t usable)
     return new_size <= usable && new_size * 4 + FM5_SMALL_DOWNSIZE_CHECK_ADDER >= usable;
 }
 
+/* What a small block of `usable` bytes that does not stay asks for when it moves: a shrink the new size,
+ * a growth at least twice the old size plus the adder. */
+FM5_INLINE size_t fm5_small_realloc_request(size_t new_size, size_t usable)
+{
+    if (new_size <= usable)
+        return new_size;
+    size_t preferred = 2 * usable + FM5_SMALL_UPSIZE_ADDER;
+    return preferred > new_size ? preferred : new_size;
+}
+
 #endif

@@ -62,16 +62,8 @@ void *fm5_release_realloc_small_block(void *p, size_t new_size, fm5_small_span *
     if (fm5_small_realloc_stays(new_size, available))
         return p;
     fm5_block_facts facts = { span, NULL, FM5_NOT_A_BLOCK, NULL };
-    if (new_size <= available)
-        return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, new_size, new_size);
-    size_t preferred = 2 * available + FM5_SMALL_UPSIZE_ADDER;
-    return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, preferred > new_size ? preferred : new_size,
-                      available);
-}
-
-void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
-{
-    return fm5_release_realloc_small_block(p, new_size, fm5_small_span_of(p, *fm5_status_word(p)));
+    return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, fm5_small_realloc_request(new_size, available),
+                      new_size < available ? new_size : available);
 }
 
 void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,

@@ -57,9 +57,6 @@ FM5_INLINE int fm5_release_is_live_medium_block(void *p)
  * still fits and the block would not be mostly empty, else moved, upsized with room to grow. */
 void *fm5_release_realloc_small_block(void *p, size_t new_size, fm5_small_span *span);
 
-/* The same for a block the asm has proved a live small block that does not stay in place (the C twin
- * of the asm ReallocMem's tail, api/asm_twins.h). */
-void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 
 /* ReallocMem of any live ordinary block: in place when the manager's rules allow, else moved (the old
  * block is released only once the new one exists). NULL, with the old block intact, on failure. */
