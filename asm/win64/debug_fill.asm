@@ -3,7 +3,8 @@
 ; (a tail jump, with memset's arguments in the registers this routine was given); below it, at most
 ; one byte, one word, one dword and four qwords are stored from the end of the area down, which keeps
 ; the qword stores at the area's own alignment. The allocated fill of FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE
-; bytes and more runs from the end down instead (src/debug/debug_fill.h says why).
+; bytes and more runs from the end down instead, and the freed fill of FM5_DEBUG_STRING_FILL_MINIMUM_SIZE
+; bytes and more is one rep stosb (src/debug/debug_fill.h says why for both).
 ; In: rcx = user area, rdx = size. The freed fill also writes the freed-object marker into the first
 ; pointer of an area big enough to be an object.
 
@@ -69,9 +70,18 @@ ROUTINE fm5_debug_fill_freed
     lea rcx, [rcx + FM5_DEBUG_FREED_OBJECT_SLOT_SIZE]
     lea rdx, [rdx - FM5_DEBUG_FREED_OBJECT_SLOT_SIZE]
     jb fm5_debug_fill_scalar_stores
+    cmp rdx, FM5_DEBUG_STRING_FILL_MINIMUM_SIZE
+    jae .string
     mov r8, rdx
     mov edx, FM5_DEBUG_FREED_FILL_BYTE
     jmp memset
+.string:                                ; al is the fill byte; rdi is nonvolatile: kept in r9, so that the
+    mov r9, rdi                         ; routine stays a leaf without stack use or unwind codes
+    mov rdi, rcx
+    mov rcx, rdx
+    rep stosb
+    mov rdi, r9
+    ret
 END_ROUTINE fm5_debug_fill_freed
 
 ; C twin: fill_with_scalar_stores (src/debug_fill.c).
