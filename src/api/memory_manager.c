@@ -66,8 +66,9 @@ static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
         fm5_event_report(kind, p, 0, "the block is already free");
 }
 
-/* Everything but a live small block, and every failure, with its event. */
-FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
+/* Everything but a live small block, and every failure, with its event. An optimistic reader, as the
+ * twin that calls it: its medium test reads what an unproven pointer points at. */
+FM5_OPTIMISTIC_READER FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 {
     if (FM5_LIKELY(!fm5_erase_freed_active) && fm5_release_is_live_medium_block(p)) {
         if (FM5_LIKELY(fm5_medium_free(p) == 0))
