@@ -318,8 +318,9 @@ static void release_queued(void *manager, void *block)
 static int may_serve(const fm5_medium_manager *manager, size_t size, unsigned bin)
 {
     unsigned group = bin / 32;
-    return (size_t)(__atomic_load_n(&manager->feed_end, __ATOMIC_RELAXED) -
-                    __atomic_load_n(&manager->feed_start, __ATOMIC_RELAXED)) >= size ||
+    /* As integers: the two words may come from different spans, or one may be NULL. */
+    return (uintptr_t)__atomic_load_n(&manager->feed_end, __ATOMIC_RELAXED) -
+                   (uintptr_t)__atomic_load_n(&manager->feed_start, __ATOMIC_RELAXED) >= size ||
            fm5_atomic_load_ptr((void *volatile *)&manager->gate.pending_free_list) != NULL ||
            (__atomic_load_n(&manager->bin_bitmaps[group], __ATOMIC_RELAXED) & (~0u << (bin % 32))) != 0 ||
            (__atomic_load_n(&manager->group_bitmap, __ATOMIC_RELAXED) & (0xFFFFFFFEu << group)) != 0;
