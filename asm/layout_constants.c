@@ -8,6 +8,7 @@
 #include "blocks/block_status.h"
 #include "blocks/small_blocks.h"
 #include "blocks/small_block_classes.h"
+#include "blocks/arena_affinity.h"
 #include "base/address_map.h"
 #include "blocks/realloc_rules.h"
 #include "debug/debug_block_layout.h"
@@ -47,6 +48,14 @@ _Static_assert(sizeof *fm5_status_word(0) == 2, "asm/ reads and writes the statu
 _Static_assert(sizeof(fm5_small_lookup[0]) == 1, "asm/ reads the size-class table as bytes");
 _Static_assert(sizeof(((fm5_small_span *)0)->total_blocks) == 4, "asm/ reads span counts as dwords");
 _Static_assert(sizeof(((fm5_small_span *)0)->blocks_in_use) == 4, "asm/ reads span counts as dwords");
+_Static_assert(sizeof fm5_small_arena_count == 4, "asm/ reads the small arena count as a dword");
+_Static_assert(sizeof(((fm5_small_manager *)0)->arena) == 1 && sizeof(((fm5_small_manager *)0)->affinity_active) == 1,
+               "asm/ reads a manager's arena index and affinity flag as bytes");
+_Static_assert(sizeof fm5_affinity_slot_mask == 4 && sizeof(((fm5_affinity_slot *)0)->version) == 4 &&
+                   sizeof(((fm5_affinity_slot *)0)->arena) == 4 && sizeof(((fm5_affinity_slot *)0)->classes[0]) == 4,
+               "asm/ reads the affinity slot mask, a record's version, arena and class words as dwords");
+_Static_assert(sizeof(((fm5_affinity_slot *)0)->key) == FM5_POINTER_SIZE, "asm/ compares a record's key as a pointer");
+_Static_assert(sizeof(fm5_affinity_slot) == 1u << 5, "asm/ scales an affinity slot index by a shift");
 
 /* The operand prints as an immediate ("$24" in AT&T syntax); the generator strips the "$". The text
  * lands in the assembly output only. */
@@ -69,7 +78,6 @@ void fm5_layout_constants(void)
     EMIT(MAXIMUM_SMALL_USER_SIZE, FM5_MAXIMUM_SMALL_USER_SIZE);
     EMIT(SMALL_GRANULARITY_SHIFT, FM5_SMALL_GRANULARITY_SHIFT);
     EMIT(DEFAULT_MINIMUM_ALIGNMENT, FM5_DEFAULT_MINIMUM_ALIGNMENT);
-    EMIT(SMALL_ARENA_COUNT, FM5_SMALL_ARENA_COUNT);
     EMIT(SMALL_ARENA_STRIDE, sizeof fm5_small_managers[0]);
     EMIT(SMALL_MANAGERS_SIZE, sizeof fm5_small_managers);
     EMIT(SMALL_MANAGER_SIZE, sizeof(fm5_small_manager));
@@ -94,6 +102,19 @@ void fm5_layout_constants(void)
     EMIT(MANAGER_LOCKED, offsetof(fm5_small_manager, gate.locked));
     EMIT(MANAGER_BLOCK_SIZE, offsetof(fm5_small_manager, block_size));
     EMIT(MANAGER_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_manager, block_size_reciprocal));
+    EMIT(MANAGER_ARENA, offsetof(fm5_small_manager, arena));
+    EMIT(MANAGER_AFFINITY_ACTIVE, offsetof(fm5_small_manager, affinity_active));
+
+    /* Arena affinity's records (blocks/arena_affinity.h) and the TEB fields its key mixes (base/os.h). */
+    EMIT(AFFINITY_SLOT_SHIFT, __builtin_ctz(sizeof(fm5_affinity_slot)));
+    EMIT(AFFINITY_VERSION, offsetof(fm5_affinity_slot, version));
+    EMIT(AFFINITY_ARENA, offsetof(fm5_affinity_slot, arena));
+    EMIT(AFFINITY_KEY, offsetof(fm5_affinity_slot, key));
+    EMIT(AFFINITY_CLASSES, offsetof(fm5_affinity_slot, classes));
+    EMIT(AFFINITY_KEY_STACK_ROTATION, 4 * FM5_POINTER_SIZE);
+    EMIT(TEB_SELF, FM5_TEB_SELF_OFFSET);
+    EMIT(TEB_STACK_BASE, FM5_TEB_STACK_BASE_OFFSET);
+    EMIT(TEB_THREAD_ID, FM5_TEB_THREAD_ID_OFFSET);
 
     EMIT(GRANULE_SHIFT, FM5_GRANULE_SHIFT);
     EMIT(GRANULE_NOT_OURS, FM5_GRANULE_NOT_OURS);

@@ -1,6 +1,8 @@
 /* The allocator under test, chosen by --allocator:
  *   fm5                     fm5_32.dll / fm5_64.dll from the executable's folder
  *   fm5:<dll path>          a specific fm5 build
+ *   fm5-affinity, fm5-affinity:<dll path>   the same with adaptive small-block arena affinity switched
+ *                           on before the workload (FastMM_SetAdaptiveSmallBlockArenaAffinity)
  *   heap                    HeapAlloc / HeapFree / HeapReAlloc on GetProcessHeap()
  *   msvcrt, ucrtbase        malloc / free / realloc (and calloc) of that DLL
  *   <dll path>:<alloc>:<free>:<realloc>   cdecl exports of any DLL (split at the last three colons)
@@ -68,9 +70,13 @@ static int __cdecl depth_20_only(unsigned depth) { return depth == 20 ? 0 : -1; 
 /* GetProcAddress returns FARPROC; going through void * keeps -Wcast-function-type quiet. */
 #define PROC(type, f) ((type)(void (*)(void))(f))
 
-static void load_fm5(const char *path)
+typedef int(__cdecl *set_affinity_fn)(int enabled);
+
+static void load_fm5(const char *path, int affinity)
 {
     HMODULE m = load_dll(path);
+    if (affinity)
+        PROC(set_affinity_fn, need_proc(m, path, "FastMM_SetAdaptiveSmallBlockArenaAffinity"))(1);
     g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, path, "fm5_malloc"));
     g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, path, "fm5_free"));
     g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, path, "fm5_realloc"));
@@ -93,7 +99,14 @@ static void load_crt(const char *dll)
 void bench_load_allocator(const char *spec)
 {
     memset(&g_alloc, 0, sizeof g_alloc);
-    if (strcmp(spec, "fm5") == 0) {
+    /* fm5 and fm5-affinity: what follows the name is nothing or ":<dll path>". */
+    int affinity = strncmp(spec, "fm5-affinity", 12) == 0;
+    const char *fm5_rest = affinity ? spec + 12 : strncmp(spec, "fm5", 3) == 0 ? spec + 3 : NULL;
+    if (fm5_rest && *fm5_rest && (*fm5_rest != ':' || !fm5_rest[1]))
+        fm5_rest = NULL;
+    if (affinity && !fm5_rest)
+        bench_fatal("unknown allocator '%s' (expected fm5-affinity or fm5-affinity:<dll>)", spec);
+    if (fm5_rest && !*fm5_rest) {
         char path[MAX_PATH + 32];
         DWORD n = GetModuleFileNameA(NULL, path, MAX_PATH);
         if (n == 0 || n >= MAX_PATH)
@@ -103,9 +116,9 @@ void bench_load_allocator(const char *spec)
         if (slash2 > slash)
             slash = slash2;
         strcpy(slash ? slash + 1 : path, sizeof(void *) == 8 ? "fm5_64.dll" : "fm5_32.dll");
-        load_fm5(path);
-    } else if (strncmp(spec, "fm5:", 4) == 0 && spec[4]) {
-        load_fm5(spec + 4);
+        load_fm5(path, affinity);
+    } else if (fm5_rest) {
+        load_fm5(fm5_rest + 1, affinity);
     } else if (strcmp(spec, "heap") == 0) {
         g_heap = GetProcessHeap();
         g_alloc.malloc_fn = heap_malloc;

@@ -153,6 +153,7 @@ uint64_t wl_st_tiny_realloc(const workload *w, double scale);
 uint64_t wl_mt_alloc_use_free(const workload *w, double scale);
 uint64_t wl_raw_perf_1(const workload *w, double scale);
 uint64_t wl_raw_perf_mt(const workload *w, double scale);
+uint64_t wl_raw_perf_1_after_contention(const workload *w, double scale);
 uint64_t wl_allocmem(const workload *w, double scale);
 uint64_t wl_validate(const workload *w, double scale);
 /* wl_mimalloc.c */

@@ -47,6 +47,7 @@ static const workload g_workloads[] = {
     W("mt_alloc_use_free_31", "mt-allocfree", 31, wl_mt_alloc_use_free, 31, 0, 1),
     W("mt_alloc_use_free_64", "mt-allocfree", 64, wl_mt_alloc_use_free, 64, 0, 1),
     W("raw_perf_1", "st-allocfree", 1, wl_raw_perf_1, 1, 0, 1),
+    W("raw_perf_1_after_16", "st-allocfree", 1, wl_raw_perf_1_after_contention, 16, 0, 1),
     W("raw_perf_2", "mt-allocfree", 2, wl_raw_perf_mt, 2, 0, 1),
     W("raw_perf_4", "mt-allocfree", 4, wl_raw_perf_mt, 4, 0, 1),
     W("raw_perf_8", "mt-allocfree", 8, wl_raw_perf_mt, 8, 0, 1),

@@ -54,7 +54,7 @@ def duration(seconds):
 
 
 def is_fm5(spec):
-    return spec == "fm5" or spec.startswith("fm5:")
+    return spec in ("fm5", "fm5-affinity") or spec.startswith(("fm5:", "fm5-affinity:"))
 
 
 # The peers of ../shared/peers/ (its README), by name: the DLL under <peers>/<folder>, its exports.

@@ -438,6 +438,15 @@ uint64_t wl_raw_perf_mt(const workload *w, double scale)
     return ops;
 }
 
+/* raw_perf_1 measured after an unmeasured raw_perf_N (N = param) in the same process: seed 004's
+ * single-threaded check once a contended phase has had the chance to switch arena affinity on. */
+uint64_t wl_raw_perf_1_after_contention(const workload *w, double scale)
+{
+    wl_raw_perf_mt(w, scale);
+    bench_timer_restart();
+    return wl_raw_perf_1(w, scale);
+}
+
 /* ---- Single-threaded AllocMem (SingleThreadedAllocMem.pas) -------------------------------------- */
 /* 1000 pointers x 100 rounds, prime 17, size cur%300000 + 1, zeroed (calloc); each block checked to
  * be all zero, then every byte written. F_allocmem: rounds x 1/10 -> 10. */

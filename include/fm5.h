@@ -177,11 +177,39 @@ FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
 FM5_API void FM5_CALL FastMM_SetLargeBlockCacheLimit(size_t bytes);
 FM5_API size_t FM5_CALL FastMM_GetLargeBlockCacheLimit(void);
 
-/* How often a thread found every arena of a kind locked and had to yield (SwitchToThread). The counts
- * are statistics: updated without atomics, so concurrent increments may be lost. */
+/* How often a thread found every arena of a kind locked and had to yield (SwitchToThread). */
 FM5_API size_t FM5_CALL FastMM_SmallBlockThreadContentionCount(void);
 FM5_API size_t FM5_CALL FastMM_MediumBlockThreadContentionCount(void);
 FM5_API size_t FM5_CALL FastMM_LargeBlockThreadContentionCount(void);
+
+/* Arenas: independent sets of block managers, each with its own lock, so that threads allocating at
+ * once take different locks. FastMM5 fixes 4 small, 4 medium and 8 large arenas at compile time; fm5
+ * starts with the same and lets them be set while fm5 holds no memory from the OS (before the first
+ * allocation, or once every block is freed and returned), with no other thread allocating meanwhile:
+ * between 1 (medium: 2) and FastMM_MaximumArenaCount each, 0 keeping a count as it is. Returns 0, or
+ * -1 with an event for a count out of range or once fm5 holds memory (nothing changes then). Environment
+ * variables FM5_SMALL_ARENAS, FM5_MEDIUM_ARENAS and FM5_LARGE_ARENAS, read when fm5 loads, do the
+ * same before anything could allocate (with malloc redirection, the program's CRT allocates before
+ * main). Costs: a thread that finds every arena busy tries each of them before it yields, and each
+ * medium arena keeps one empty span (1.5-4 MB by the strategy) once it has had blocks. */
+enum { FastMM_MaximumArenaCount = 32 };
+FM5_API int FM5_CALL FastMM_SetArenaCounts(unsigned small_arenas, unsigned medium_arenas, unsigned large_arenas);
+FM5_API void FM5_CALL FastMM_GetArenaCounts(unsigned *small_arenas, unsigned *medium_arenas, unsigned *large_arenas);
+
+/* Adaptive small-block arena affinity (off by default; FM5_ARENA_AFFINITY=1 turns it on when fm5
+ * loads). Every small allocation normally tries the arenas from arena 0, so under heavy contention all
+ * threads meet on the same first locks. With affinity on, a thread that has found every arena of a
+ * size class locked is given its own first arena for that class (round robin over the threads that
+ * get one), and its later allocations of that class start there and wrap once through the others; a
+ * second attempt starts from arena 0 again, so that new spans are still started in the low arenas.
+ * Classes that never met that contention keep the ordinary path. The per-thread record lives in a
+ * table of 256 slots keyed by a mix of the thread id, its stack base and its TEB, so a recycled thread
+ * id is not taken for its old owner; a missing, stale or changing record means arena 0, never a wrong
+ * block. Costs: one more byte tested per small allocation while it is on, slightly slower single-
+ * threaded allocation of the classes it has taken over, and partly used spans spread over more arenas.
+ * Returns the previous setting. Turning it off returns every class to the ordinary path. */
+FM5_API int FM5_CALL FastMM_SetAdaptiveSmallBlockArenaAffinity(int enabled);
+FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
 
 /* ------------------------------------------------------------------------------------------------
  * Events: misuse and failures are reported here, and written to a log file

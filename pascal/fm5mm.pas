@@ -191,6 +191,18 @@ function FastMM_MediumBlockThreadContentionCount: NativeUInt; cdecl;
 function FastMM_LargeBlockThreadContentionCount: NativeUInt; cdecl;
   external FM5_DLL name 'FastMM_LargeBlockThreadContentionCount';
 
+{ Arena counts (before the first allocation) and adaptive small-block arena affinity: fm5.h }
+const
+  FastMM_MaximumArenaCount = 32;
+function FastMM_SetArenaCounts(SmallArenas, MediumArenas, LargeArenas: Cardinal): Integer; cdecl;
+  external FM5_DLL name 'FastMM_SetArenaCounts';
+procedure FastMM_GetArenaCounts(out SmallArenas, MediumArenas, LargeArenas: Cardinal); cdecl;
+  external FM5_DLL name 'FastMM_GetArenaCounts';
+function FastMM_SetAdaptiveSmallBlockArenaAffinity(Enabled: Integer): Integer; cdecl;
+  external FM5_DLL name 'FastMM_SetAdaptiveSmallBlockArenaAffinity';
+function FastMM_GetAdaptiveSmallBlockArenaAffinity: Integer; cdecl;
+  external FM5_DLL name 'FastMM_GetAdaptiveSmallBlockArenaAffinity';
+
 { Events and the event log (UTF-8 paths) }
 procedure FastMM_SetEventCallback(Callback: TFastMM_EventCallback; User: Pointer); cdecl;
   external FM5_DLL name 'FastMM_SetEventCallback';

@@ -5,6 +5,8 @@
 ; cannot do here - blocks waiting on a pending-free list, a freed debug block that must be checked before
 ; reuse, a new span, sizes above the small range (straight to the medium and large managers), debug and
 ; erase modes, a shared manager in use (api/sharing.h) - tail-jumps to the C twin, which starts over.
+; The first pass starts at arena 0, or, for a class that arena affinity has taken over
+; (src/blocks/arena_affinity.h), at the thread's own arena, wrapping once through the others.
 ; In: [esp + 4] = size. Out: eax = the block.
 
 %include "fm5_layout.inc"
@@ -18,6 +20,9 @@ extern fm5_small_managers
 extern fm5_debug_mode_active
 extern fm5_erase_allocated_active
 extern fm5_using_shared_manager
+extern fm5_small_arena_count
+extern fm5_affinity_slots
+extern fm5_affinity_slot_mask
 
 ROUTINE FastMM_GetMem
     mov eax, [fm5_debug_mode_active]
@@ -32,12 +37,14 @@ ROUTINE FastMM_GetMem
     push edi
     inc ecx
     shr ecx, FM5_SMALL_GRANULARITY_SHIFT
-    movzx esi, byte [fm5_small_lookup + ecx]
+    movzx edi, byte [fm5_small_lookup + ecx]   ; the class slot
+    mov esi, edi
     shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
     add esi, fm5_small_managers         ; the class's manager in arena 0
-    ; The end of the class's managers stays on the stack: ebp keeps the caller's frame chain.
-    lea eax, [esi + FM5_SMALL_ARENA_COUNT * FM5_SMALL_ARENA_STRIDE]
-    push eax
+    ; The count of arenas left to try stays on the stack: ebp keeps the caller's frame chain.
+    push dword [fm5_small_arena_count]
+    cmp byte [esi + FM5_MANAGER_AFFINITY_ACTIVE], 0
+    jne .affinity
 .arena:
     WORTH_LOCKING esi, .feed, .restore_then_c_twin
     TRY_LOCK esi, eax, .feed
@@ -71,10 +78,50 @@ ROUTINE FastMM_GetMem
     pop ebx
     ret
 .next_arena:
+    ; the next arena, wrapping once past the last (a scan from an affinity arena)
+    movzx eax, byte [esi + FM5_MANAGER_ARENA]
     add esi, FM5_SMALL_ARENA_STRIDE
-    cmp esi, [esp]
-    jb .arena
+    inc eax
+    cmp eax, [fm5_small_arena_count]
+    jb .same_round
+    imul eax, eax, FM5_SMALL_ARENA_STRIDE
+    sub esi, eax
+.same_round:
+    dec dword [esp]
+    jnz .arena
     jmp .restore_then_c_twin
+.affinity:
+    ; fm5_affinity_first_arena (src/blocks/arena_affinity.c): the thread's record, read between two
+    ; equal even versions (x86 keeps loads in order), must carry its key and the class; else arena 0.
+    ; edi = the class slot.
+    mov ecx, [fs:FM5_TEB_THREAD_ID]
+    shr ecx, 2
+    and ecx, [fm5_affinity_slot_mask]
+    shl ecx, FM5_AFFINITY_SLOT_SHIFT
+    add ecx, fm5_affinity_slots         ; the record
+    mov ebx, [fs:FM5_TEB_STACK_BASE]    ; fm5_affinity_key
+    rol ebx, FM5_AFFINITY_KEY_STACK_ROTATION
+    xor ebx, [fs:FM5_TEB_SELF]
+    xor ebx, [fs:FM5_TEB_THREAD_ID]
+    or ebx, 1
+    mov edx, [ecx + FM5_AFFINITY_VERSION]
+    test dl, 1
+    jnz .arena
+    cmp ebx, [ecx + FM5_AFFINITY_KEY]
+    jne .arena
+    mov eax, edi
+    shr eax, 5
+    mov eax, [ecx + FM5_AFFINITY_CLASSES + eax * 4]
+    bt eax, edi
+    jnc .arena
+    mov eax, [ecx + FM5_AFFINITY_ARENA]
+    cmp edx, [ecx + FM5_AFFINITY_VERSION]
+    jne .arena
+    cmp eax, [fm5_small_arena_count]
+    jae .arena
+    imul eax, eax, FM5_SMALL_ARENA_STRIDE
+    add esi, eax
+    jmp .arena
 .unlock_then_c_twin:
     UNLOCK esi
 .restore_then_c_twin:

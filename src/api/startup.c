@@ -38,6 +38,15 @@ static int read_number(const char *name, unsigned *value)
 static void apply_environment_settings(void)
 {
     unsigned value;
+    /* First: before anything below could allocate. A count out of range reports its event. */
+    unsigned arenas[3] = { 0, 0, 0 };
+    int any = read_number("FM5_SMALL_ARENAS", &arenas[0]);
+    any |= read_number("FM5_MEDIUM_ARENAS", &arenas[1]);
+    any |= read_number("FM5_LARGE_ARENAS", &arenas[2]);
+    if (any)
+        FastMM_SetArenaCounts(arenas[0], arenas[1], arenas[2]);
+    if (read_number("FM5_ARENA_AFFINITY", &value))
+        FastMM_SetAdaptiveSmallBlockArenaAffinity(value != 0);
     if (read_number("FM5_STACK_DEPTH", &value))
         FastMM_SetDebugModeStackTraceEntryCount(value);
     char path[1024];

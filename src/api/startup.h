@@ -6,7 +6,8 @@
  * applying the environment settings: FM5_DEBUG=1 enters debug mode and turns on the leak report at
  * unload; FM5_STACK_DEPTH=n sets the stack-trace depth (0..64); FM5_LOG=path sets the event log file;
  * FM5_LEAK_REPORT=1 or 0 turns the leak report at unload on or off; in the DLL, FM5_REDIRECT=1 calls
- * fm5_redirect_crt. */
+ * fm5_redirect_crt; FM5_SMALL_ARENAS, FM5_MEDIUM_ARENAS and FM5_LARGE_ARENAS set the arena counts and
+ * FM5_ARENA_AFFINITY=1 turns adaptive small-block arena affinity on (fm5.h), before any of the rest. */
 void fm5_initialize(void);
 /* What the DLL does when it unloads: stops sharing (api/sharing.h), reports leaks when asked to,
  * unregisters the Win64 unwinder's module notification and removes the release guard. Called once,

@@ -1,10 +1,12 @@
-/* Optimization strategy, minimum address alignment, memory usage limit and contention counters. */
+/* Optimization strategy, minimum address alignment, memory usage limit, contention counters, arena
+ * counts and arena affinity. */
 #include "fm5.h"
 #include "blocks/strategy.h"
 #include "blocks/small_block_classes.h"
 #include "blocks/small_blocks.h"
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
+#include "blocks/arena_affinity.h"
 #include "base/memory_usage.h"
 #include "base/events.h"
 
@@ -127,4 +129,59 @@ size_t FM5_CALL FastMM_MediumBlockThreadContentionCount(void)
 size_t FM5_CALL FastMM_LargeBlockThreadContentionCount(void)
 {
     return fm5_large_contention_count;
+}
+
+/* ---- arena counts ----------------------------------------------------------------------------- */
+
+/* With no memory from the OS, no block, span or queued free exists in any arena (every block lives in
+ * a mapping, and a span with unfed blocks counts them in use), so the counts may change: arenas below
+ * the new count are prepared on first use, and nothing refers to one above it. */
+int FM5_CALL FastMM_SetArenaCounts(unsigned small_arenas, unsigned medium_arenas, unsigned large_arenas)
+{
+    if (small_arenas > FM5_MAXIMUM_ARENA_COUNT || medium_arenas > FM5_MAXIMUM_ARENA_COUNT ||
+        large_arenas > FM5_MAXIMUM_ARENA_COUNT) {
+        fm5_event_report(FastMM_EventInvalidArgument, NULL, 0,
+                         "FastMM_SetArenaCounts: a count is above FastMM_MaximumArenaCount (32)");
+        return -1;
+    }
+    if (medium_arenas == 1) {
+        /* docs/design.md, lock order: a walk holds one medium arena while it waits for a small
+         * manager, which may need a medium block from another arena. */
+        fm5_event_report(FastMM_EventInvalidArgument, NULL, 1, "FastMM_SetArenaCounts: at least 2 medium arenas");
+        return -1;
+    }
+    if (fm5_memory_usage() != 0) {
+        fm5_event_report(FastMM_EventInvalidArgument, NULL, 0,
+                         "FastMM_SetArenaCounts: fm5 already holds memory; the counts are set before the first allocation");
+        return -1;
+    }
+    if (small_arenas)
+        fm5_small_set_arena_count(small_arenas);
+    if (medium_arenas)
+        fm5_medium_set_arena_count(medium_arenas);
+    if (large_arenas)
+        fm5_large_set_arena_count(large_arenas);
+    return 0;
+}
+
+void FM5_CALL FastMM_GetArenaCounts(unsigned *small_arenas, unsigned *medium_arenas, unsigned *large_arenas)
+{
+    if (small_arenas)
+        *small_arenas = fm5_small_arena_count;
+    if (medium_arenas)
+        *medium_arenas = fm5_medium_arena_count;
+    if (large_arenas)
+        *large_arenas = fm5_large_arena_count;
+}
+
+/* ---- adaptive small-block arena affinity (blocks/arena_affinity.h) ----------------------------- */
+
+int FM5_CALL FastMM_SetAdaptiveSmallBlockArenaAffinity(int enabled)
+{
+    return fm5_affinity_set_enabled(enabled);
+}
+
+int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void)
+{
+    return fm5_affinity_enabled;
 }

@@ -82,6 +82,26 @@ void fm5_os_yield(void);
 /* Milliseconds since some fixed time; wraps every 49.7 days. */
 uint32_t fm5_os_tick_ms(void);
 uint32_t fm5_os_thread_id(void);
+
+/* What tells the running thread apart from every other live one, and (mostly) from a later thread that
+ * is given the same id: its id, its stack base and the address of its own control block. On Windows
+ * all three are read from the TEB at the offsets below, which asm/ reads too; a POSIX build gives the
+ * kernel thread id, pthread_self() and the stack base. */
+typedef struct fm5_os_thread_facts {
+    uintptr_t self;
+    uintptr_t stack_base;
+    uint32_t id;
+} fm5_os_thread_facts;
+fm5_os_thread_facts fm5_os_current_thread_facts(void);
+#ifdef FM5_WINDOWS
+#  define FM5_TEB_STACK_BASE_OFFSET FM5_POINTER_SIZE     /* NT_TIB.StackBase */
+#  define FM5_TEB_SELF_OFFSET (6 * FM5_POINTER_SIZE)     /* NT_TIB.Self */
+#  ifdef FM5_64BIT
+#    define FM5_TEB_THREAD_ID_OFFSET 0x48                /* TEB.ClientId.UniqueThread, low dword */
+#  else
+#    define FM5_TEB_THREAD_ID_OFFSET 0x24
+#  endif
+#endif
 /* Stops in the debugger (FastMM_SetBreakOnAllocationNumber). */
 void fm5_os_debug_break(void);
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -242,6 +243,25 @@ uint32_t fm5_os_thread_id(void)
     if (!id)
         id = (uint32_t)syscall(SYS_gettid);
     return id;
+}
+
+fm5_os_thread_facts fm5_os_current_thread_facts(void)
+{
+    static __thread uintptr_t stack_base;
+    if (!stack_base) {
+        pthread_attr_t attributes;
+        void *low = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+            pthread_attr_getstack(&attributes, &low, &size);
+            pthread_attr_destroy(&attributes);
+        }
+        stack_base = (uintptr_t)low + size;
+        if (!stack_base)
+            stack_base = (uintptr_t)&attributes;
+    }
+    fm5_os_thread_facts facts = { (uintptr_t)pthread_self(), stack_base, fm5_os_thread_id() };
+    return facts;
 }
 
 void fm5_os_debug_break(void)

@@ -159,6 +159,23 @@ uint32_t fm5_os_thread_id(void)
     return GetCurrentThreadId();
 }
 
+/* Read through the segment register, as asm/ reads them (GCC 12 warns about NtCurrentTeb's own
+ * __readgsqword of a constant address). */
+fm5_os_thread_facts fm5_os_current_thread_facts(void)
+{
+    fm5_os_thread_facts facts;
+#ifdef FM5_64BIT
+    __asm__("movq %%gs:%c1, %0" : "=r"(facts.self) : "i"(FM5_TEB_SELF_OFFSET));
+    __asm__("movq %%gs:%c1, %0" : "=r"(facts.stack_base) : "i"(FM5_TEB_STACK_BASE_OFFSET));
+    __asm__("movl %%gs:%c1, %0" : "=r"(facts.id) : "i"(FM5_TEB_THREAD_ID_OFFSET));
+#else
+    __asm__("movl %%fs:%c1, %0" : "=r"(facts.self) : "i"(FM5_TEB_SELF_OFFSET));
+    __asm__("movl %%fs:%c1, %0" : "=r"(facts.stack_base) : "i"(FM5_TEB_STACK_BASE_OFFSET));
+    __asm__("movl %%fs:%c1, %0" : "=r"(facts.id) : "i"(FM5_TEB_THREAD_ID_OFFSET));
+#endif
+    return facts;
+}
+
 void fm5_os_debug_break(void)
 {
     DebugBreak();

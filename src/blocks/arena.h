@@ -130,21 +130,31 @@ FM5_INLINE int fm5_arena_free(fm5_arena_gate *gate, void *block, volatile uint16
 /* One try at one arena, which must not wait for its lock. Returns a block, or NULL with *final set
  * when NULL is the answer (the OS refused memory), or NULL to go on to the next arena. */
 typedef void *(*fm5_arena_attempt_fn)(void *arena, void *context, int *final);
+/* Called when every arena was busy, before the yield: returns the arena where the next first pass
+ * starts (the small managers' arena affinity, blocks/arena_affinity.h). */
+typedef unsigned (*fm5_arena_contention_fn)(void *context);
 
-/* FastMM5's scan: `first_pass` on every arena (may be NULL; for idle arenas that probably have a free
- * block, and lock-free paths), then `second_pass` on every arena (which takes any lock it can get and
- * may grow the arena), and when every arena was busy, counts the contention, yields and starts again. */
+/* FastMM5's scan: `first_pass` on every arena from `first_pass_start`, wrapping once (may be NULL; for
+ * idle arenas that probably have a free block, and lock-free paths), then `second_pass` on every arena
+ * from arena 0 (which takes any lock it can get and may grow the arena: new spans still start in the
+ * low arenas), and when every arena was busy, counts the contention, asks `on_contention` (may be NULL)
+ * where to start next, yields and starts again. */
 FM5_INLINE void *fm5_arena_allocate(void *first_arena, size_t arena_stride, unsigned arena_count,
-                                    fm5_arena_attempt_fn first_pass, fm5_arena_attempt_fn second_pass, void *context,
-                                    size_t *contention_count)
+                                    unsigned first_pass_start, fm5_arena_attempt_fn first_pass,
+                                    fm5_arena_attempt_fn second_pass, fm5_arena_contention_fn on_contention,
+                                    void *context, size_t *contention_count)
 {
+    FM5_ASSERT(first_pass_start < arena_count);
     for (;;) {
         int final = 0;
         if (first_pass) {
-            for (unsigned a = 0; a < arena_count; a++) {
+            unsigned a = first_pass_start;
+            for (unsigned tried = 0; tried < arena_count; tried++) {
                 void *block = first_pass((char *)first_arena + a * arena_stride, context, &final);
                 if (block || final)
                     return block;
+                if (++a == arena_count)
+                    a = 0;
             }
         }
         for (unsigned a = 0; a < arena_count; a++) {
@@ -154,6 +164,8 @@ FM5_INLINE void *fm5_arena_allocate(void *first_arena, size_t arena_stride, unsi
         }
         /* Every thread that gives up counts: an atomic add, or increments of several are lost. */
         __atomic_add_fetch(contention_count, 1, __ATOMIC_RELAXED);
+        if (on_contention)
+            first_pass_start = on_contention(context);
         fm5_os_yield();
     }
 }

@@ -6,11 +6,17 @@
 #include "base/platform.h"
 #include "base/os.h"
 
-/* ---- arenas: FastMM5's defaults -------------------------------------------------------------- */
+/* ---- arenas ------------------------------------------------------------------------------------ */
 
-#define FM5_SMALL_ARENA_COUNT 4
-#define FM5_MEDIUM_ARENA_COUNT 4
-#define FM5_LARGE_ARENA_COUNT 8
+/* FastMM5's compile-time counts are fm5's defaults; FastMM_SetArenaCounts and FM5_SMALL_ARENAS,
+ * FM5_MEDIUM_ARENAS, FM5_LARGE_ARENAS change them before the first allocation (fm5.h). The managers
+ * are static arrays of the maximum: the bytes an arena never used stay untouched zero pages. 32 is
+ * eight times FastMM5's small and medium counts; a medium arena keeps an empty 1.5-4 MB span, so more
+ * arenas cost memory, and every scan that finds all arenas busy visits each of them. */
+#define FM5_DEFAULT_SMALL_ARENA_COUNT 4
+#define FM5_DEFAULT_MEDIUM_ARENA_COUNT 4
+#define FM5_DEFAULT_LARGE_ARENA_COUNT 8
+#define FM5_MAXIMUM_ARENA_COUNT 32
 
 /* ---- small blocks ------------------------------------------------------------------------------ */
 

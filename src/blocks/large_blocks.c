@@ -9,8 +9,9 @@
 #include "base/os.h"
 #include "fm5.h"
 
-fm5_large_manager fm5_large_managers[FM5_LARGE_ARENA_COUNT];
+fm5_large_manager fm5_large_managers[FM5_MAXIMUM_ARENA_COUNT];
 size_t fm5_large_contention_count;
+uint32_t fm5_large_arena_count;
 
 static size_t region_size_for(size_t user_size)
 {
@@ -198,7 +199,7 @@ static void release_chain(fm5_ring *node)
 int fm5_large_process_pending_frees(int wait)
 {
     int complete = 1;
-    for (unsigned a = 0; a < FM5_LARGE_ARENA_COUNT; a++) {
+    for (unsigned a = 0; a < fm5_large_arena_count; a++) {
         fm5_ring *released = NULL;
         complete &= fm5_arena_process_pending(&fm5_large_managers[a].gate, wait, collect_queued, &released);
         release_chain(released);
@@ -257,8 +258,8 @@ void *fm5_large_get_mem(size_t user_size)
     header->user_size = user_size;
     header->segment_count = 1;
     header->status = FM5_STATUS_LARGE;
-    return fm5_arena_allocate(fm5_large_managers, sizeof fm5_large_managers[0], FM5_LARGE_ARENA_COUNT, NULL,
-                              link_pass, header, &fm5_large_contention_count);
+    return fm5_arena_allocate(fm5_large_managers, sizeof fm5_large_managers[0], fm5_large_arena_count, 0, NULL,
+                              link_pass, NULL, header, &fm5_large_contention_count);
 }
 
 /* Live: exactly "large", with or without debug information. Queued: marked pending. */
@@ -329,7 +330,7 @@ int fm5_large_resize_in_place(void *user, size_t new_user_size)
 int fm5_large_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
 {
     int result = FM5_WALK_COMPLETE;
-    for (unsigned a = 0; a < FM5_LARGE_ARENA_COUNT; a++) {
+    for (unsigned a = 0; a < fm5_large_arena_count; a++) {
         fm5_large_manager *manager = &fm5_large_managers[a];
         if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
             result = FM5_WALK_INCOMPLETE;
@@ -361,11 +362,21 @@ int fm5_large_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms)
     return result;
 }
 
+/* An arena is prepared when the arena count first reaches it. */
+static unsigned prepared_arenas;
+
+void fm5_large_set_arena_count(unsigned count)
+{
+    FM5_ASSERT(count >= 1 && count <= FM5_MAXIMUM_ARENA_COUNT);
+    for (; prepared_arenas < count; prepared_arenas++) {
+        fm5_large_manager *manager = &fm5_large_managers[prepared_arenas];
+        fm5_ring_init(&manager->blocks);
+        manager->arena = prepared_arenas;
+    }
+    fm5_large_arena_count = count;
+}
+
 void fm5_large_initialize(void)
 {
-    for (unsigned a = 0; a < FM5_LARGE_ARENA_COUNT; a++) {
-        fm5_large_manager *manager = &fm5_large_managers[a];
-        fm5_ring_init(&manager->blocks);
-        manager->arena = a;
-    }
+    fm5_large_set_arena_count(FM5_DEFAULT_LARGE_ARENA_COUNT);
 }

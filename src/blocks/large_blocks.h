@@ -32,8 +32,10 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_large_manager {
 } fm5_large_manager;
 
 _Static_assert(sizeof(fm5_large_header) == FM5_LARGE_HEADER_SIZE, "status word must sit just before the user area");
-extern fm5_large_manager fm5_large_managers[FM5_LARGE_ARENA_COUNT];
+extern fm5_large_manager fm5_large_managers[FM5_MAXIMUM_ARENA_COUNT];
 extern size_t fm5_large_contention_count;
+/* Arenas in use, the first of fm5_large_managers: fixed while fm5 holds memory (fm5.h). */
+extern uint32_t fm5_large_arena_count;
 
 FM5_INLINE fm5_large_header *fm5_large_header_of(const void *user)
 {
@@ -47,6 +49,8 @@ FM5_INLINE int fm5_is_large_manager(const void *manager)
 }
 
 void fm5_large_initialize(void);
+/* Only while fm5 holds no memory and nothing allocates (api/tuning.c). */
+void fm5_large_set_arena_count(unsigned count);
 void *fm5_large_get_mem(size_t user_size);
 int fm5_large_free(void *user);
 /* Resizes in place when the rules allow; returns 1 if it did. */

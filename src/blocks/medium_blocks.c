@@ -11,8 +11,9 @@
 #include "blocks/walk.h"
 #include <string.h>
 
-fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
+fm5_medium_manager fm5_medium_managers[FM5_MAXIMUM_ARENA_COUNT];
 size_t fm5_medium_contention_count;
+uint32_t fm5_medium_arena_count;
 
 #define IN_PLACE_DOWNSIZE_LIMIT 720u
 #define BIN_GROUP_1_START FM5_MEDIUM_BIN_GROUP_1_START
@@ -376,8 +377,8 @@ static void *second_pass(void *arena, void *context, int *final)
 void *fm5_medium_allocate(size_t size)
 {
     medium_request request = { size, bin_for_free_block(size) };
-    return fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], FM5_MEDIUM_ARENA_COUNT,
-                              first_pass, second_pass, &request, &fm5_medium_contention_count);
+    return fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], fm5_medium_arena_count, 0,
+                              first_pass, second_pass, NULL, &request, &fm5_medium_contention_count);
 }
 
 void *fm5_medium_get_mem(size_t user_size)
@@ -541,7 +542,7 @@ static void merge_kept_apart(fm5_medium_manager *manager, fm5_medium_span *span)
 int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
 {
     int complete = 1;
-    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+    for (unsigned a = 0; a < fm5_medium_arena_count; a++) {
         fm5_medium_manager *manager = &fm5_medium_managers[a];
         if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
             complete = 0;
@@ -590,7 +591,7 @@ int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
 int fm5_medium_process_pending_frees(int wait)
 {
     int complete = 1;
-    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++)
+    for (unsigned a = 0; a < fm5_medium_arena_count; a++)
         complete &= fm5_arena_process_pending(&fm5_medium_managers[a].gate, wait, release_queued,
                                               &fm5_medium_managers[a]);
     return complete;
@@ -723,7 +724,7 @@ static int walk_span(fm5_medium_manager *manager, fm5_medium_span *span, unsigne
 int fm5_medium_walk(fm5_walk_visitor visitor, void *context, uint32_t timeout_ms, fm5_span_walker small_span_walker)
 {
     int result = FM5_WALK_COMPLETE;
-    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
+    for (unsigned a = 0; a < fm5_medium_arena_count; a++) {
         fm5_medium_manager *manager = &fm5_medium_managers[a];
         if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
             result = FM5_WALK_INCOMPLETE;
@@ -812,11 +813,21 @@ void fm5_medium_check_manager(const fm5_medium_manager *manager)
 #endif
 }
 
+/* An arena is prepared when the arena count first reaches it. */
+static unsigned prepared_arenas;
+
+void fm5_medium_set_arena_count(unsigned count)
+{
+    FM5_ASSERT(count >= 1 && count <= FM5_MAXIMUM_ARENA_COUNT);
+    for (; prepared_arenas < count; prepared_arenas++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[prepared_arenas];
+        fm5_ring_init(&manager->spans);
+        manager->arena = prepared_arenas;
+    }
+    fm5_medium_arena_count = count;
+}
+
 void fm5_medium_initialize(void)
 {
-    for (unsigned a = 0; a < FM5_MEDIUM_ARENA_COUNT; a++) {
-        fm5_medium_manager *manager = &fm5_medium_managers[a];
-        fm5_ring_init(&manager->spans);
-        manager->arena = a;
-    }
+    fm5_medium_set_arena_count(FM5_DEFAULT_MEDIUM_ARENA_COUNT);
 }

@@ -62,8 +62,10 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
 
 _Static_assert(sizeof(fm5_medium_header) == FM5_MEDIUM_HEADER_SIZE, "medium header is 8 bytes");
 _Static_assert(sizeof(fm5_medium_span) == 64, "medium span header is one cache line");
-extern fm5_medium_manager fm5_medium_managers[FM5_MEDIUM_ARENA_COUNT];
+extern fm5_medium_manager fm5_medium_managers[FM5_MAXIMUM_ARENA_COUNT];
 extern size_t fm5_medium_contention_count;
+/* Arenas in use, the first of fm5_medium_managers: fixed while fm5 holds memory (fm5.h). */
+extern uint32_t fm5_medium_arena_count;
 
 FM5_INLINE fm5_medium_header *fm5_medium_header_of(const void *user)
 {
@@ -85,6 +87,8 @@ FM5_INLINE fm5_medium_span *fm5_medium_span_of(const void *user)
 size_t fm5_medium_block_size_for(size_t user_size);
 
 void fm5_medium_initialize(void);
+/* Only while fm5 holds no memory and nothing allocates (api/tuning.c). */
+void fm5_medium_set_arena_count(unsigned count);
 
 /* A block of at least `block_size` bytes (a bin size); NULL if the OS refuses memory. */
 void *fm5_medium_allocate(size_t block_size);

@@ -5,11 +5,13 @@
 #include "blocks/small_block_classes.h"
 #include "blocks/medium_blocks.h"
 #include "blocks/arena.h"
+#include "blocks/arena_affinity.h"
 #include "blocks/recycling.h"
 #include "blocks/walk.h"
 
-fm5_small_manager fm5_small_managers[FM5_SMALL_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
+fm5_small_manager fm5_small_managers[FM5_MAXIMUM_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
 size_t fm5_small_contention_count;
+uint32_t fm5_small_arena_count;
 
 /* A span's medium block loses its own header and the span header, and gains the first block's status
  * word, which lives in the span header. */
@@ -229,11 +231,21 @@ static void *second_pass(void *arena, void *context, int *final)
     return user;
 }
 
+/* Every arena of the class was busy: with affinity enabled the thread gets an arena of its own for the
+ * class (blocks/arena_affinity.h), where the next first pass starts. */
+static unsigned after_contention(void *context)
+{
+    return fm5_affinity_after_contention(*(const unsigned *)context);
+}
+
 void *fm5_small_get_mem(size_t size)
 {
     unsigned slot = fm5_small_lookup[(size + 1) >> FM5_SMALL_GRANULARITY_SHIFT];
-    return fm5_arena_allocate(&fm5_small_managers[0][slot], sizeof fm5_small_managers[0], FM5_SMALL_ARENA_COUNT,
-                              first_pass, second_pass, NULL, &fm5_small_contention_count);
+    fm5_small_manager *first = &fm5_small_managers[0][slot];
+    unsigned start = FM5_UNLIKELY(__atomic_load_n(&first->affinity_active, __ATOMIC_RELAXED))
+                         ? fm5_affinity_first_arena(slot) : 0;
+    return fm5_arena_allocate(first, sizeof fm5_small_managers[0], fm5_small_arena_count, start, first_pass,
+                              second_pass, after_contention, &slot, &fm5_small_contention_count);
 }
 
 /* Live: not marked free. Queued: marked free at once, so that any second free of it fails. */
@@ -293,7 +305,7 @@ static void release_empty_span(fm5_small_manager *manager, fm5_small_span *span)
 int fm5_small_release_empty_spans(uint32_t timeout_ms)
 {
     int complete = 1;
-    for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++) {
+    for (unsigned a = 0; a < fm5_small_arena_count; a++) {
         for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++) {
             fm5_small_manager *manager = &fm5_small_managers[a][c];
             if (!fm5_lock_with_timeout(&manager->gate.locked, timeout_ms)) {
@@ -322,7 +334,7 @@ int fm5_small_release_empty_spans(uint32_t timeout_ms)
 int fm5_small_process_pending_frees(int wait)
 {
     int complete = 1;
-    for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++)
+    for (unsigned a = 0; a < fm5_small_arena_count; a++)
         for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++)
             complete &= fm5_arena_process_pending(&fm5_small_managers[a][c].gate, wait, release_block,
                                                   &fm5_small_managers[a][c]);
@@ -404,7 +416,10 @@ void fm5_small_check_span(const fm5_small_span *span)
 
 /* ---- set-up ----------------------------------------------------------------------------------- */
 
-void fm5_small_initialize(void)
+/* An arena's managers are prepared when the arena count first reaches them. */
+static unsigned prepared_arenas;
+
+static void prepare_arena(unsigned a)
 {
     for (unsigned c = 0; c < FM5_SMALL_CLASS_COUNT; c++) {
         uint32_t block_size = fm5_small_block_sizes[c];
@@ -415,17 +430,27 @@ void fm5_small_initialize(void)
             optimal = FM5_SMALL_MAXIMUM_OPTIMAL_SPAN_SIZE;
         uint32_t blocks = optimal / block_size;
         uint32_t user_bytes_for = FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
-        for (unsigned a = 0; a < FM5_SMALL_ARENA_COUNT; a++) {
-            fm5_small_manager *manager = &fm5_small_managers[a][fm5_small_class_slot(c)];
-            fm5_ring_init(&manager->partially_free);
-            manager->block_size = (uint16_t)block_size;
-            manager->arena = (uint8_t)a;
-            manager->class_index = (uint8_t)c;
-            manager->block_size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + block_size - 1) / block_size);
-            manager->minimum_span_size =
-                (uint32_t)fm5_medium_block_size_for(FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN * block_size + user_bytes_for);
-            manager->optimal_span_size = (uint32_t)fm5_medium_block_size_for(blocks * block_size + user_bytes_for);
-            manager->feed = FM5_SMALL_SPAN_HEADER_SIZE;
-        }
+        fm5_small_manager *manager = &fm5_small_managers[a][fm5_small_class_slot(c)];
+        fm5_ring_init(&manager->partially_free);
+        manager->block_size = (uint16_t)block_size;
+        manager->arena = (uint8_t)a;
+        manager->block_size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + block_size - 1) / block_size);
+        manager->minimum_span_size =
+            (uint32_t)fm5_medium_block_size_for(FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN * block_size + user_bytes_for);
+        manager->optimal_span_size = (uint32_t)fm5_medium_block_size_for(blocks * block_size + user_bytes_for);
+        manager->feed = FM5_SMALL_SPAN_HEADER_SIZE;
     }
+}
+
+void fm5_small_set_arena_count(unsigned count)
+{
+    FM5_ASSERT(count >= 1 && count <= FM5_MAXIMUM_ARENA_COUNT);
+    while (prepared_arenas < count)
+        prepare_arena(prepared_arenas++);
+    fm5_small_arena_count = count;
+}
+
+void fm5_small_initialize(void)
+{
+    fm5_small_set_arena_count(FM5_DEFAULT_SMALL_ARENA_COUNT);
 }

@@ -52,14 +52,18 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_small_manager {
     fm5_arena_gate gate;
     uint16_t block_size;
     uint8_t arena;
-    uint8_t class_index;
+    /* In arena 0's manager of a class only: the class uses arena affinity (blocks/arena_affinity.h). */
+    volatile uint8_t affinity_active;
     uint32_t block_size_reciprocal;          /* ceil(2^32 / block_size), to test block boundaries */
     uint32_t minimum_span_size;
     uint32_t optimal_span_size;
 } fm5_small_manager;
 
-extern fm5_small_manager fm5_small_managers[FM5_SMALL_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
+extern fm5_small_manager fm5_small_managers[FM5_MAXIMUM_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
 extern size_t fm5_small_contention_count;
+/* Arenas in use, the first of fm5_small_managers' rows: fixed while fm5 holds memory (fm5.h,
+ * FastMM_SetArenaCounts), so every span's manager is below it. asm/ reads it as a dword. */
+extern uint32_t fm5_small_arena_count;
 
 FM5_INLINE fm5_small_span *fm5_small_span_of(const void *user, unsigned status)
 {
@@ -92,6 +96,8 @@ FM5_INLINE int fm5_small_is_block_start(const fm5_small_span *span, const fm5_sm
 }
 
 void fm5_small_initialize(void);
+/* Only while fm5 holds no memory and nothing allocates (api/tuning.c). */
+void fm5_small_set_arena_count(unsigned count);
 void *fm5_small_get_mem(size_t size);
 /* For a block that fm5_identify_block proved to be a live small block. Returns 0, or -1 if it turned
  * out to be free already (a concurrent double free). */
