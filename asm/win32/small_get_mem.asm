@@ -78,50 +78,12 @@ ROUTINE FastMM_GetMem
     pop ebx
     ret
 .next_arena:
-    ; the next arena, wrapping once past the last (a scan from an affinity arena)
-    movzx eax, byte [esi + FM5_MANAGER_ARENA]
-    add esi, FM5_SMALL_ARENA_STRIDE
-    inc eax
-    cmp eax, [fm5_small_arena_count]
-    jb .same_round
-    imul eax, eax, FM5_SMALL_ARENA_STRIDE
-    sub esi, eax
-.same_round:
+    NEXT_ARENA esi, eax, eax
     dec dword [esp]
     jnz .arena
     jmp .restore_then_c_twin
 .affinity:
-    ; fm5_affinity_first_arena (src/blocks/arena_affinity.c): the thread's record, read between two
-    ; equal even versions (x86 keeps loads in order), must carry its key and the class; else arena 0.
-    ; edi = the class slot.
-    mov ecx, [fs:FM5_TEB_THREAD_ID]
-    shr ecx, 2
-    and ecx, [fm5_affinity_slot_mask]
-    shl ecx, FM5_AFFINITY_SLOT_SHIFT
-    add ecx, fm5_affinity_slots         ; the record
-    mov ebx, [fs:FM5_TEB_STACK_BASE]    ; fm5_affinity_key
-    rol ebx, FM5_AFFINITY_KEY_STACK_ROTATION
-    xor ebx, [fs:FM5_TEB_SELF]
-    xor ebx, [fs:FM5_TEB_THREAD_ID]
-    or ebx, 1
-    mov edx, [ecx + FM5_AFFINITY_VERSION]
-    test dl, 1
-    jnz .arena
-    cmp ebx, [ecx + FM5_AFFINITY_KEY]
-    jne .arena
-    mov eax, edi
-    shr eax, 5
-    mov eax, [ecx + FM5_AFFINITY_CLASSES + eax * 4]
-    bt eax, edi
-    jnc .arena
-    mov eax, [ecx + FM5_AFFINITY_ARENA]
-    cmp edx, [ecx + FM5_AFFINITY_VERSION]
-    jne .arena
-    cmp eax, [fm5_small_arena_count]
-    jae .arena
-    imul eax, eax, FM5_SMALL_ARENA_STRIDE
-    add esi, eax
-    jmp .arena
+    AFFINITY_FIRST_ARENA edi, ecx, ebx, ebx, edx, edx, esi, .arena
 .unlock_then_c_twin:
     UNLOCK esi
 .restore_then_c_twin:

@@ -73,52 +73,12 @@ ROUTINE FastMM_GetMem
     and word [rax + FM5_STATUS_WORD_OFFSET], ~FM5_STATUS_FREE & 0xFFFF
     ret
 .next_arena:
-    ; the next arena, wrapping once past the last (a scan from an affinity arena)
-    movzx r9d, byte [r8 + FM5_MANAGER_ARENA]
-    add r8, FM5_SMALL_ARENA_STRIDE
-    inc r9d
-    cmp r9d, [fm5_small_arena_count]
-    jb .same_round
-    imul r9d, r9d, FM5_SMALL_ARENA_STRIDE
-    sub r8, r9
-.same_round:
+    NEXT_ARENA r8, r9, r9d
     dec r11d
     jnz .arena
     jmp .c_twin
 .affinity:
-    ; fm5_affinity_first_arena (src/blocks/arena_affinity.c): the thread's record, read between two
-    ; equal even versions (x86 keeps loads in order), must carry its key and the class; else arena 0.
-    ; eax = the class slot.
-    mov r9d, [gs:FM5_TEB_THREAD_ID]
-    shr r9d, 2
-    and r9d, [fm5_affinity_slot_mask]
-    shl r9d, FM5_AFFINITY_SLOT_SHIFT
-    lea r10, [fm5_affinity_slots]
-    add r10, r9                         ; the record
-    mov r9, [gs:FM5_TEB_STACK_BASE]     ; fm5_affinity_key
-    rol r9, FM5_AFFINITY_KEY_STACK_ROTATION
-    xor r9, [gs:FM5_TEB_SELF]
-    mov edx, [gs:FM5_TEB_THREAD_ID]
-    xor r9, rdx
-    or r9, 1
-    mov edx, [r10 + FM5_AFFINITY_VERSION]
-    test dl, 1
-    jnz .arena
-    cmp r9, [r10 + FM5_AFFINITY_KEY]
-    jne .arena
-    mov r9d, eax
-    shr r9d, 5
-    mov r9d, [r10 + FM5_AFFINITY_CLASSES + r9 * 4]
-    bt r9d, eax
-    jnc .arena
-    mov r9d, [r10 + FM5_AFFINITY_ARENA]
-    cmp edx, [r10 + FM5_AFFINITY_VERSION]
-    jne .arena
-    cmp r9d, r11d
-    jae .arena
-    imul r9d, r9d, FM5_SMALL_ARENA_STRIDE
-    add r8, r9
-    jmp .arena
+    AFFINITY_FIRST_ARENA eax, r10, r9, r9d, rdx, edx, r8, .arena
 .unlock_then_c_twin:
     UNLOCK r8
 .c_twin:
