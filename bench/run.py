@@ -69,7 +69,8 @@ DEFAULT_PEERS_DIR = os.path.join(os.path.dirname(REPO), "shared", "peers")
 
 
 def windows_path(path):
-    return "Z:" + os.path.abspath(path).replace("/", "\\")
+    # Symbolic links resolved, so that a DLL that loads a support DLL from its own folder finds it.
+    return "Z:" + os.path.realpath(path).replace("/", "\\")
 
 
 def peers_available(peers_dir, arch):
@@ -191,6 +192,9 @@ def parse_args(argv):
     parser.add_argument("--bench-exe", default=os.path.join("build", "{arch}", "bin", "fm5bench.exe"),
                         help="the Windows program run under Wine ({arch} is replaced; default "
                         "build/{arch}/bin/fm5bench.exe)")
+    parser.add_argument("--peer-spec", metavar="NAME",
+                        help="print the fm5bench --allocator spec of the peer NAME for the one --arch and "
+                        "exit (1 without output when the peers folder lacks it): bench/smoke.sh asks here")
     parser.add_argument("--bench-cmd", default=os.environ.get("FM5_BENCH_CMD"),
                         help="command template replacing `scripts/wine-run.sh build/{arch} "
                         "build/{arch}/bin/fm5bench.exe` ({arch} is replaced); no Wine prefix is set up "
@@ -452,6 +456,13 @@ def on_signal(number, _frame):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.peer_spec:
+        if len(args.arches) != 1 or args.peer_spec not in PEERS:
+            raise SystemExit(f"bench: --peer-spec takes one of {', '.join(PEERS)} and one --arch")
+        if args.peer_spec not in peers_available(args.peers, args.arches[0]):
+            return 1
+        print(resolve_spec(args.peer_spec, args.arches[0], args.peers))
+        return 0
     # A termination must still stop the wineservers (the finally below), as a shell trap would.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)

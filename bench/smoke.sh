@@ -9,7 +9,8 @@
 # in most runs of the multithreaded workloads (a read near NULL inside mimalloc.dll, seen with 2 and 8
 # threads, 2026-12-01), so the smoke leaves those to bench/run.py, which reports a failed sample. A
 # peer's run that fails is tried once more (the peers are not ours to fix; a second failure fails the
-# test); without the folder, only fm5 and the Windows heaps.
+# test); without the folder, only fm5 and the Windows heaps. The multithreaded workloads run
+# fm5-affinity too (fm5 with adaptive small-block arena affinity switched on).
 # Usage: smoke.sh BUILD_DIR WINE_RUN FM5BENCH.exe [PEERS_DIR BITS]
 # (dash's echo reads the backslashes of a DLL path as escapes: specs are printed with printf)
 set -u
@@ -17,17 +18,14 @@ build=$1 run=$2 exe=$3 peers=${4:-} bits=${5:-}
 scale=0.01
 allocators="fm5 heap msvcrt ucrtbase"
 debug_allocators="fm5"
-# A DLL spec of fm5bench (bench/allocators.c) for a peer's DLL under PEERS_DIR, if it is there.
-peer_spec() { # prefix relative-dll exports
-    [ -n "$peers" ] && [ -f "$peers/$2" ] || return 1
-    printf '%s%s:%s\n' "$1" "Z:$(cd "$(dirname "$peers/$2")" && pwd -P | tr / '\\')\\$(basename "$2")" "$3"
+# A peer's fm5bench spec, from bench/run.py's table of the peers (empty when PEERS_DIR lacks it).
+peer_spec() { # name
+    python3 "$(dirname "$0")/run.py" --peer-spec "$1" --arch "win$bits" --peers "$peers" 2>/dev/null
 }
 if [ -n "$peers" ] && [ -n "$bits" ]; then
-    fastmm5=$(peer_spec "" "fastmm5/win$bits/BorlndMM.dll" "GetMemory:FreeMemory:ReallocMemory") &&
-        allocators="$allocators $fastmm5"
-    mimalloc=$(peer_spec "" "mimalloc/win$bits/mimalloc.dll" "mi_malloc:mi_free:mi_realloc") || mimalloc=""
-    fastmm5_debug=$(peer_spec "debugdll:" "fastmm5/win$bits-debug/BorlndMM.dll" "GetMemory:FreeMemory:ReallocMemory") &&
-        debug_allocators="$debug_allocators $fastmm5_debug"
+    fastmm5=$(peer_spec fastmm5) && allocators="$allocators $fastmm5"
+    mimalloc=$(peer_spec mimalloc) || mimalloc=""
+    fastmm5_debug=$(peer_spec fastmm5-debug) && debug_allocators="$debug_allocators $fastmm5_debug"
 fi
 printf 'bench_smoke: allocators %s; single-threaded only: %s; depth-20 debug workloads: %s\n' \
     "$allocators" "${mimalloc:-none}" "$debug_allocators"
@@ -82,7 +80,9 @@ run_one() { # name allocator
 summary=$(echo "$list" | while read -r name category threads; do
     case $name in echo_server_1|echo_server_10) ;; echo_server_*) continue ;; esac
     if [ "$category" != debug ]; then
-        if [ "$threads" = 1 ] && [ -n "${mimalloc:-}" ]; then set -- $allocators "$mimalloc"; else set -- $allocators; fi
+        set -- $allocators
+        # mimalloc on one thread; fm5 with arena affinity (an fm5bench spec of its own) on several.
+        if [ "$threads" = 1 ]; then [ -z "${mimalloc:-}" ] || set -- "$@" "$mimalloc"; else set -- "$@" fm5-affinity; fi
     else
         case $name in *_d20|xml_debug) set -- $debug_allocators ;; *) set -- fm5 ;; esac
     fi
