@@ -205,8 +205,9 @@ FM5_API void FM5_CALL FastMM_GetArenaCounts(unsigned *small_arenas, unsigned *me
  * Classes that never met that contention keep the ordinary path. The per-thread record lives in a
  * table of 256 slots keyed by a mix of the thread id, its stack base and its TEB, so a recycled thread
  * id is not taken for its old owner; a missing, stale or changing record means arena 0, never a wrong
- * block. Costs: one more byte tested per small allocation while it is on, slightly slower single-
- * threaded allocation of the classes it has taken over, and partly used spans spread over more arenas.
+ * block. Costs: one byte tested per small allocation, on or off (in the cache line the allocation
+ * reads anyway); slightly slower single-threaded allocation of the classes it has taken over (the
+ * record is read first); partly used spans spread over more arenas.
  * Returns the previous setting. Turning it off returns every class to the ordinary path. */
 FM5_API int FM5_CALL FastMM_SetAdaptiveSmallBlockArenaAffinity(int enabled);
 FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
