@@ -84,8 +84,8 @@ static const workload g_workloads[] = {
     W("echo_server_1", "server", 1, wl_echo_server, 1, 0, 1),
     W("echo_server_10", "server", 10, wl_echo_server, 10, 0, 1),
     W("echo_server_100", "server", 100, wl_echo_server, 100, 0, 1),
-    W("echo_server_500", "server", 500, wl_echo_server, 500, 0, 0),
-    W("echo_server_1000", "server", 1000, wl_echo_server, 1000, 0, 0),
+    W("echo_server_500", "server", 500, wl_echo_server, 500, 0, 1),
+    W("echo_server_1000", "server", 1000, wl_echo_server, 1000, 0, 1),
 };
 
 #define WORKLOAD_COUNT (sizeof g_workloads / sizeof g_workloads[0])
