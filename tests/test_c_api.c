@@ -14,6 +14,8 @@
  *     fields are consistent with each other, and return to the baseline after the blocks are freed;
  *   - FastMM_WalkBlocks reports kinds and sizes consistently and stops when the callback asks;
  *   - the contention counters never decrease;
+ *   - the arena counts are FastMM5's 4 / 4 / 8, refused (with an event) once fm5 holds memory or
+ *     above the maximum; arena affinity is off, and switches on and off while threads allocate;
  *   - the event log can be pointed at a file, receives an event there, and can be deleted.
  */
 #include "test_util.h"
@@ -447,6 +449,45 @@ static void contention_counters(void)
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* Through the DLL: FastMM5's counts by default, no change once fm5 holds memory, and arena affinity
+ * switched on and off (test_arena_affinity has the rest, in fm5_static). */
+static void arena_settings(void)
+{
+    SECTION("arena counts and arena affinity");
+    unsigned small = 0, medium = 0, large = 0;
+    FastMM_GetArenaCounts(&small, &medium, &large);
+    CHECK_EQ_INT(small, 4);
+    CHECK_EQ_INT(medium, 4);
+    CHECK_EQ_INT(large, 8);
+    FastMM_GetArenaCounts(NULL, NULL, NULL);
+    void *held = FastMM_GetMem(100);
+    CHECK(held != NULL);
+    tu_events_reset();
+    CHECK_EQ_INT(FastMM_SetArenaCounts(8, 0, 0), -1);
+    CHECK_EQ_INT(FastMM_SetArenaCounts(0, 0, FastMM_MaximumArenaCount + 1), -1);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventInvalidArgument), 2);
+    FastMM_GetArenaCounts(&small, &medium, &large);
+    CHECK_EQ_INT(small, 4);
+    CHECK_EQ_INT(large, 8);
+
+    CHECK_EQ_INT(FastMM_GetAdaptiveSmallBlockArenaAffinity(), 0);
+    CHECK_EQ_INT(FastMM_SetAdaptiveSmallBlockArenaAffinity(1), 0);
+    CHECK_EQ_INT(FastMM_GetAdaptiveSmallBlockArenaAffinity(), 1);
+    tu_thread threads[6];
+    for (size_t i = 0; i < 6; i++)
+        threads[i] = tu_thread_start(contend, NULL, 0);
+    if (tu_thread_join_all(threads, 6, 60000) != 6)
+        tu_abort_stuck("watchdog: contention threads not done after 60 s");
+    CHECK_EQ_INT(FastMM_SetAdaptiveSmallBlockArenaAffinity(0), 1);
+    CHECK_EQ_INT(FastMM_GetAdaptiveSmallBlockArenaAffinity(), 0);
+    CHECK_EQ_INT(FastMM_FreeMem(held), 0);
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    CHECK_EQ_SIZE(tu_allocated_bytes(), baseline_bytes);
+    tu_events_reset();
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+
 static void event_log(unsigned default_file_mask, unsigned default_debug_mask)
 {
     SECTION("event log settings");
@@ -533,6 +574,7 @@ int main(void)
     heap_accounting();
     walking();
     contention_counters();
+    arena_settings();
     event_log(default_file_mask, default_debug_mask);
 
     SECTION("nothing left allocated");
