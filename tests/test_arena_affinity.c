@@ -181,8 +181,11 @@ static void placement(void)
     while (!class_active(slot) && tu_ms() - start < 20000)
         tu_sleep_ms(1);
     CHECK_MSG(class_active(slot), "the contention did not activate the class");
-    lock_arenas(slot, ~0u, 0);
+    /* Arena 0 alone first, so that the thread's block comes from a new span there (with every lock
+     * let go at once, it would take the first arena its scan found free). */
+    fm5_unlock(&fm5_small_managers[0][slot].gate.locked);
     CHECK(tu_signal_wait(&t.contended, JOIN_TIMEOUT_MS));
+    lock_arenas(slot, 0, 0);
     CHECK(FastMM_SmallBlockThreadContentionCount() > contention_before);
     /* The first record of the process: round robin from 1. */
     unsigned own = t.first_arena;
