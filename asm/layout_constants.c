@@ -111,7 +111,7 @@ void fm5_layout_constants(void)
     EMIT(AFFINITY_ARENA, offsetof(fm5_affinity_slot, arena));
     EMIT(AFFINITY_KEY, offsetof(fm5_affinity_slot, key));
     EMIT(AFFINITY_CLASSES, offsetof(fm5_affinity_slot, classes));
-    EMIT(AFFINITY_KEY_STACK_ROTATION, 4 * FM5_POINTER_SIZE);
+    EMIT(AFFINITY_KEY_STACK_ROTATION, FM5_AFFINITY_KEY_STACK_ROTATION);
     EMIT(TEB_SELF, FM5_TEB_SELF_OFFSET);
     EMIT(TEB_STACK_BASE, FM5_TEB_STACK_BASE_OFFSET);
     EMIT(TEB_THREAD_ID, FM5_TEB_THREAD_ID_OFFSET);

@@ -49,9 +49,13 @@ extern uint32_t fm5_affinity_slot_mask;
 /* FastMM_SetAdaptiveSmallBlockArenaAffinity's setting. */
 extern volatile int32_t fm5_affinity_enabled;
 
+/* The stack base is rotated by half a word before the mix, so that its high bits meet the TEB's low
+ * ones; asm/ gets the amount from here. */
+#define FM5_AFFINITY_KEY_STACK_ROTATION (4 * FM5_POINTER_SIZE)
+
 FM5_INLINE uintptr_t fm5_affinity_key(fm5_os_thread_facts facts)
 {
-    const unsigned half = 4 * FM5_POINTER_SIZE;
+    const unsigned half = FM5_AFFINITY_KEY_STACK_ROTATION;
     uintptr_t stack = (facts.stack_base << half) | (facts.stack_base >> half);
     return (facts.self ^ stack ^ facts.id) | 1;
 }
