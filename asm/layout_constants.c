@@ -9,6 +9,7 @@
 #include "blocks/small_blocks.h"
 #include "blocks/small_block_classes.h"
 #include "blocks/arena_affinity.h"
+#include "blocks/thread_cache.h"
 #include "base/address_map.h"
 #include "blocks/realloc_rules.h"
 #include "debug/debug_block_layout.h"
@@ -57,6 +58,16 @@ _Static_assert(sizeof fm5_affinity_slot_mask == 4 && sizeof(((fm5_affinity_slot 
 _Static_assert(sizeof(((fm5_affinity_slot *)0)->key) == FM5_POINTER_SIZE, "asm/ compares a record's key as a pointer");
 _Static_assert(sizeof(fm5_affinity_slot) == 1u << 5, "asm/ scales an affinity slot index by a shift");
 
+_Static_assert(sizeof fm5_thread_cache_epoch == 4 && sizeof(((fm5_thread_cache *)0)->epoch) == 4 &&
+                   sizeof(((fm5_thread_cache *)0)->byte_room) == 4,
+               "asm/ compares the cache epochs and adds to a cache's byte room as dwords");
+_Static_assert(sizeof(((fm5_thread_cache_bin *)0)->room) == 2 && sizeof(((fm5_thread_cache_bin *)0)->block_size) == 2,
+               "asm/ counts a bin's room and reads its block size as words");
+_Static_assert(sizeof(((fm5_small_manager *)0)->gate.row_index) == 4, "asm/ reads a manager's class slot as a dword");
+#ifdef FM5_WINDOWS
+_Static_assert(sizeof fm5_os_thread_slot_offset == FM5_POINTER_SIZE, "asm/ reads the TEB offset of the thread slot as a pointer");
+#endif
+
 /* The operand prints as an immediate ("$24" in AT&T syntax); the generator strips the "$". The text
  * lands in the assembly output only. */
 #define EMIT(name, value) __asm__ volatile("\n.ascii \"FM5_LAYOUT " #name " %0\"" : : "i"((long long)(value)))
@@ -69,6 +80,7 @@ void fm5_layout_constants(void)
     /* Where the status word is, from the user pointer (fm5_status_word). */
     EMIT(STATUS_WORD_OFFSET, -(long long)sizeof *fm5_status_word(0));
     EMIT(STATUS_FREE, FM5_STATUS_FREE);
+    EMIT(STATUS_FREE_BIT, __builtin_ctz(FM5_STATUS_FREE));
     EMIT(STATUS_HAS_DEBUG_INFO, FM5_STATUS_HAS_DEBUG_INFO);
     EMIT(STATUS_SMALL, FM5_STATUS_SMALL);
     EMIT(SMALL_OFFSET_SHIFT, FM5_SMALL_OFFSET_SHIFT);
@@ -104,6 +116,17 @@ void fm5_layout_constants(void)
     EMIT(MANAGER_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_manager, block_size_reciprocal));
     EMIT(MANAGER_ARENA, offsetof(fm5_small_manager, arena));
     EMIT(MANAGER_AFFINITY_ACTIVE, offsetof(fm5_small_manager, affinity_active));
+
+    /* The thread caches (blocks/thread_cache.h): a bin's fields are addressed from the cache plus the
+     * class slot shifted, so each carries the bins' offset. */
+    EMIT(MANAGER_ROW_INDEX, offsetof(fm5_small_manager, gate.row_index));
+    EMIT(CACHE_EPOCH, offsetof(fm5_thread_cache, epoch));
+    EMIT(CACHE_BYTE_ROOM, offsetof(fm5_thread_cache, byte_room));
+    EMIT(CACHE_BIN_SHIFT, FM5_THREAD_CACHE_BIN_SHIFT);
+    EMIT(CACHE_SPARSE_SHIFT, FM5_THREAD_CACHE_SPARSE_SHIFT);
+    EMIT(CACHE_BIN_FIRST, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, first));
+    EMIT(CACHE_BIN_ROOM, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, room));
+    EMIT(CACHE_BIN_BLOCK_SIZE, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, block_size));
 
     /* Arena affinity's records (blocks/arena_affinity.h) and the TEB fields its key mixes (base/os.h). */
     EMIT(AFFINITY_SLOT_SHIFT, __builtin_ctz(sizeof(fm5_affinity_slot)));

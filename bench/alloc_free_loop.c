@@ -1,6 +1,8 @@
 /* A minimal allocation benchmark for paired A/B runs: one workload per process, prints its time.
  *   alloc_free_loop pair <size> <iterations>   allocate and free one block repeatedly
  *   alloc_free_loop ring <iterations>          free and reallocate random slots of a 1024-block ring
+ *   alloc_free_loop batch <size> <count> <iterations>   allocate <count> blocks, then free them all
+ *                                              (glibc_simple's shape, the thread caches' worst case)
  * Output: "<workload> <iterations> <milliseconds>".
  * A Windows program (scripts/measure-*.sh, under Wine) and, in the host-profile build, a Linux one for
  * perf (docs/host-build.md); there FM5_LOOP_ALLOCATOR=libc runs the same loops on the C library's
@@ -102,6 +104,27 @@ int main(int argc, char **argv)
         printf("ring %ld %.3f\n", iterations, elapsed);
         return 0;
     }
-    fprintf(stderr, "usage: alloc_free_loop pair <size> <iterations> | ring <iterations>\n");
+    if (argc >= 5 && strcmp(argv[1], "batch") == 0) {
+        size_t size = (size_t)strtoull(argv[2], NULL, 10);
+        long count = strtol(argv[3], NULL, 10);
+        long iterations = strtol(argv[4], NULL, 10);
+        void **blocks = malloc((size_t)(count > 0 ? count : 1) * sizeof *blocks);
+        if (!blocks)
+            return 1;
+        double start = now_ms();
+        for (long i = 0; i < iterations; i++) {
+            for (long k = 0; k < count; k++) {
+                blocks[k] = loop_malloc(size);
+                *(volatile char *)blocks[k] = 1;
+            }
+            for (long k = 0; k < count; k++)
+                loop_free(blocks[k]);
+        }
+        printf("batch%zu_%ld %ld %.3f\n", size, count, iterations, now_ms() - start);
+        free(blocks);
+        return 0;
+    }
+    fprintf(stderr, "usage: alloc_free_loop pair <size> <iterations> | ring <iterations> | "
+                    "batch <size> <count> <iterations>\n");
     return 2;
 }

@@ -3,6 +3,8 @@
  *   fm5:<dll path>          a specific fm5 build
  *   fm5-affinity, fm5-affinity:<dll path>   the same with adaptive small-block arena affinity switched
  *                           on before the workload (FastMM_SetAdaptiveSmallBlockArenaAffinity)
+ *   fm5-nocache, fm5-nocache:<dll path>     the same with the thread caches switched off before the
+ *                           workload (FastMM_SetThreadCaches(0))
  *   heap                    HeapAlloc / HeapFree / HeapReAlloc on GetProcessHeap()
  *   msvcrt, ucrtbase        malloc / free / realloc (and calloc) of that DLL
  *   <dll path>:<alloc>:<free>:<realloc>   cdecl exports of any DLL (split at the last three colons)
@@ -70,13 +72,17 @@ static int __cdecl depth_20_only(unsigned depth) { return depth == 20 ? 0 : -1; 
 /* GetProcAddress returns FARPROC; going through void * keeps -Wcast-function-type quiet. */
 #define PROC(type, f) ((type)(void (*)(void))(f))
 
-typedef int(__cdecl *set_affinity_fn)(int enabled);
+typedef int(__cdecl *set_switch_fn)(int enabled);
 
-static void load_fm5(const char *path, int affinity)
+enum { FM5_PLAIN, FM5_AFFINITY, FM5_NO_CACHE };
+
+static void load_fm5(const char *path, int variant)
 {
     HMODULE m = load_dll(path);
-    if (affinity)
-        PROC(set_affinity_fn, need_proc(m, path, "FastMM_SetAdaptiveSmallBlockArenaAffinity"))(1);
+    if (variant == FM5_AFFINITY)
+        PROC(set_switch_fn, need_proc(m, path, "FastMM_SetAdaptiveSmallBlockArenaAffinity"))(1);
+    if (variant == FM5_NO_CACHE)
+        PROC(set_switch_fn, need_proc(m, path, "FastMM_SetThreadCaches"))(0);
     g_alloc.malloc_fn = PROC(bench_malloc_fn, need_proc(m, path, "fm5_malloc"));
     g_alloc.free_fn = PROC(bench_free_fn, need_proc(m, path, "fm5_free"));
     g_alloc.realloc_fn = PROC(bench_realloc_fn, need_proc(m, path, "fm5_realloc"));
@@ -99,13 +105,18 @@ static void load_crt(const char *dll)
 void bench_load_allocator(const char *spec)
 {
     memset(&g_alloc, 0, sizeof g_alloc);
-    /* fm5 and fm5-affinity: what follows the name is nothing or ":<dll path>". */
-    int affinity = strncmp(spec, "fm5-affinity", 12) == 0;
-    const char *fm5_rest = affinity ? spec + 12 : strncmp(spec, "fm5", 3) == 0 ? spec + 3 : NULL;
+    /* fm5, fm5-affinity and fm5-nocache: what follows the name is nothing or ":<dll path>". */
+    int variant = strncmp(spec, "fm5-affinity", 12) == 0  ? FM5_AFFINITY
+                  : strncmp(spec, "fm5-nocache", 11) == 0 ? FM5_NO_CACHE
+                                                          : FM5_PLAIN;
+    const char *fm5_rest = variant == FM5_AFFINITY ? spec + 12
+                           : variant == FM5_NO_CACHE ? spec + 11
+                           : strncmp(spec, "fm5", 3) == 0 ? spec + 3
+                                                         : NULL;
     if (fm5_rest && *fm5_rest && (*fm5_rest != ':' || !fm5_rest[1]))
         fm5_rest = NULL;
-    if (affinity && !fm5_rest)
-        bench_fatal("unknown allocator '%s' (expected fm5-affinity or fm5-affinity:<dll>)", spec);
+    if (variant != FM5_PLAIN && !fm5_rest)
+        bench_fatal("unknown allocator '%s' (expected fm5-affinity, fm5-nocache, or either with :<dll>)", spec);
     if (fm5_rest && !*fm5_rest) {
         char path[MAX_PATH + 32];
         DWORD n = GetModuleFileNameA(NULL, path, MAX_PATH);
@@ -116,9 +127,9 @@ void bench_load_allocator(const char *spec)
         if (slash2 > slash)
             slash = slash2;
         strcpy(slash ? slash + 1 : path, sizeof(void *) == 8 ? "fm5_64.dll" : "fm5_32.dll");
-        load_fm5(path, affinity);
+        load_fm5(path, variant);
     } else if (fm5_rest) {
-        load_fm5(fm5_rest + 1, affinity);
+        load_fm5(fm5_rest + 1, variant);
     } else if (strcmp(spec, "heap") == 0) {
         g_heap = GetProcessHeap();
         g_alloc.malloc_fn = heap_malloc;

@@ -54,7 +54,8 @@ def duration(seconds):
 
 
 def is_fm5(spec):
-    return spec in ("fm5", "fm5-affinity") or spec.startswith(("fm5:", "fm5-affinity:"))
+    variants = ("fm5", "fm5-affinity", "fm5-nocache")
+    return spec in variants or spec.startswith(tuple(v + ":" for v in variants))
 
 
 # The peers of ../shared/peers/ (its README), by name: the DLL under <peers>/<folder>, its exports.

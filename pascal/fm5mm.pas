@@ -202,6 +202,12 @@ function FastMM_SetAdaptiveSmallBlockArenaAffinity(Enabled: Integer): Integer; c
   external FM5_DLL name 'FastMM_SetAdaptiveSmallBlockArenaAffinity';
 function FastMM_GetAdaptiveSmallBlockArenaAffinity: Integer; cdecl;
   external FM5_DLL name 'FastMM_GetAdaptiveSmallBlockArenaAffinity';
+function FastMM_SetThreadCaches(Enabled: Integer): Integer; cdecl;
+  external FM5_DLL name 'FastMM_SetThreadCaches';
+function FastMM_GetThreadCaches: Integer; cdecl;
+  external FM5_DLL name 'FastMM_GetThreadCaches';
+function FastMM_GetThreadCacheBytes(Caches: PCardinal): NativeUInt; cdecl;
+  external FM5_DLL name 'FastMM_GetThreadCacheBytes';
 
 { Events and the event log (UTF-8 paths) }
 procedure FastMM_SetEventCallback(Callback: TFastMM_EventCallback; User: Pointer); cdecl;

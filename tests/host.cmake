@@ -8,7 +8,8 @@
 set(FM5_WINDOWS_ONLY_TESTS test_asm_twins test_asm_unwind test_stack_traces)
 # The tests whose threads race through fm5's locks, lock-free lists and walks.
 set(FM5_HOST_TSAN_TESTS test_multithread test_fastmm5_ports test_debug_scan test_c_api test_bad_pointer_race
-                        test_bad_pointer_race_static test_large_block_cache test_debug_retention test_arena_affinity)
+                        test_bad_pointer_race_static test_large_block_cache test_debug_retention test_arena_affinity
+                        test_thread_cache)
 
 set(FM5_TESTS_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 file(GLOB FM5_TEST_SUPPORT_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/support/*.c)

@@ -160,6 +160,8 @@ static void *placement_run(placement_thread *t, long command)
 static void placement(void)
 {
     SECTION("placement: a contended thread's own first arena, asm and C twin; arena 0 for the others");
+    /* Where the managers place blocks, below the thread caches: every GetMem must reach them. */
+    int caches = FastMM_SetThreadCaches(0);
     if (small_arenas < 2) {
         tu_info("one small arena: nothing to place");
         CHECK(fm5_small_arena_count == 1);
@@ -250,6 +252,7 @@ static void placement(void)
 
     while (kept_count)
         CHECK_EQ_INT(FastMM_FreeMem(kept[--kept_count]), 0);
+    FastMM_SetThreadCaches(caches);
 }
 
 /* ---- the collision stress ------------------------------------------------------------------------- */

@@ -254,6 +254,8 @@ static void round_of(unsigned threads, size_t baseline_bytes, size_t baseline_bl
 static void forced_pending_frees(size_t baseline_bytes, size_t baseline_blocks)
 {
     SECTION("forced pending frees: an arena held by a walking thread");
+    /* The managers' pending-free lists, below the thread caches: frees must reach them. */
+    int caches = FastMM_SetThreadCaches(0);
     const size_t size = 200;
     /* The keeper keeps the span alive so that the freed blocks stay visible to the walk. */
     void *keeper = FastMM_GetMem(size);
@@ -312,6 +314,7 @@ static void forced_pending_frees(size_t baseline_bytes, size_t baseline_blocks)
         FastMM_FreeMem(target);
         for (size_t i = 0; i < QUEUED; i++)
             FastMM_FreeMem(queued[i]);
+        FastMM_SetThreadCaches(caches);
         return;
     }
 
@@ -351,6 +354,7 @@ static void forced_pending_frees(size_t baseline_bytes, size_t baseline_blocks)
     CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
     CHECK_EQ_SIZE(tu_used_block_count(), baseline_blocks);
     CHECK_EQ_SIZE(tu_allocated_bytes(), baseline_bytes);
+    FastMM_SetThreadCaches(caches);
 }
 
 /* Frees of medium and large blocks queue the same way while their arena is walked. */

@@ -1,5 +1,7 @@
 ; FastMM_FreeMem for Win32. C twin: fm5_c_free_mem (src/memory_manager.c) with fm5_small_free
-; (src/small_blocks.c). Frees a live small block under its manager's lock, or queues it on the manager's
+; (src/small_blocks.c), and fm5_thread_cache_free in front of them. With thread caches on, a live small
+; block goes into the running thread's cache (a full bin or a thread without a usable cache goes to the
+; C twin). Otherwise it frees a live small block under its manager's lock, or queues it on the manager's
 ; pending-free list when the lock is busy, so that a free never waits. Everything else - medium and
 ; large blocks, debug blocks, erase mode, the block that would empty its span, any pointer that fails a
 ; check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a block whose
@@ -15,6 +17,8 @@ extern fm5_c_free_mem
 extern fm5_c_free_mem_slow_path
 extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
+extern fm5_thread_cache_epoch
+extern fm5_os_thread_slot_offset
 
 %define SAVED 8                         ; ebx and esi
 
@@ -26,6 +30,18 @@ ROUTINE FastMM_FreeMem
     push esi
     LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_slow_path
     ; esi = span, ebx = manager
+    push edi
+    CACHE_PUSH ecx, ebx, edx, edi, eax, eax, esi, esi, si, .no_cache, .cache_miss, esi
+    pop edi
+    xor eax, eax
+    pop esi
+    pop ebx
+    ret
+.cache_miss:
+    pop edi
+    jmp .restore_then_c_twin
+.no_cache:
+    pop edi
     TRY_LOCK ebx, eax, .queue
     FREE_UNDER_LOCK ecx, esi, ebx, eax, .unlock_then_c_twin
     cmp dword [ebx + FM5_MANAGER_PENDING_FREE_LIST], 0

@@ -1,4 +1,5 @@
-; FastMM_GetMem for Win32. C twin: fm5_c_get_mem (src/memory_manager.c) with the first pass of
+; FastMM_GetMem for Win32. C twin: fm5_c_get_mem (src/memory_manager.c) with fm5_thread_cache_get_mem
+; and the first pass of
 ; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the first
 ; partially-free span when the manager is idle and its lock can be had, else feed the next block from the
 ; end of the current span lock-free (cmpxchg8b on the offset and its change counter). What the first pass
@@ -7,6 +8,8 @@
 ; erase modes, a shared manager in use (api/sharing.h) - tail-jumps to the C twin, which starts over.
 ; The first pass starts at arena 0, or, for a class that arena affinity has taken over
 ; (src/blocks/arena_affinity.h), at the thread's own arena, wrapping once through the others.
+; With thread caches on (src/blocks/thread_cache.h), a small request is the newest cached block of its
+; class; a thread without a usable cache, or whose bin is empty, goes to the C twin.
 ; In: [esp + 4] = size. Out: eax = the block.
 
 %include "fm5_layout.inc"
@@ -23,6 +26,8 @@ extern fm5_using_shared_manager
 extern fm5_small_arena_count
 extern fm5_affinity_slots
 extern fm5_affinity_slot_mask
+extern fm5_thread_cache_epoch
+extern fm5_os_thread_slot_offset
 
 ROUTINE FastMM_GetMem
     mov eax, [fm5_debug_mode_active]
@@ -41,6 +46,12 @@ ROUTINE FastMM_GetMem
     mov esi, edi
     shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
     add esi, fm5_small_managers         ; the class's manager in arena 0
+    CACHE_POP edi, edx, ecx, eax, ebx, ebx, .no_cache, .pop_then_c_twin
+    pop edi
+    pop esi
+    pop ebx
+    ret
+.no_cache:
     ; The count of arenas left to try stays on the stack: ebp keeps the caller's frame chain.
     push dword [fm5_small_arena_count]
     cmp byte [esi + FM5_MANAGER_AFFINITY_ACTIVE], 0
@@ -88,6 +99,7 @@ ROUTINE FastMM_GetMem
     UNLOCK esi
 .restore_then_c_twin:
     add esp, 4
+.pop_then_c_twin:
     pop edi
     pop esi
     pop ebx

@@ -1,5 +1,7 @@
 ; FastMM_FreeMem for Win64. C twin: fm5_c_free_mem (src/memory_manager.c) with fm5_small_free
-; (src/small_blocks.c). Frees a live small block under its manager's lock, or queues it on the manager's
+; (src/small_blocks.c), and fm5_thread_cache_free in front of them. With thread caches on, a live small
+; block goes into the running thread's cache (a full bin or a thread without a usable cache goes to the
+; C twin). Otherwise it frees a live small block under its manager's lock, or queues it on the manager's
 ; pending-free list when the lock is busy, so that a free never waits. Everything else - medium and
 ; large blocks, debug blocks, erase mode, the block that would empty its span, any pointer that fails a
 ; check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a block whose
@@ -16,12 +18,18 @@ extern fm5_c_free_mem
 extern fm5_c_free_mem_slow_path
 extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
+extern fm5_thread_cache_epoch
+extern fm5_os_thread_slot_offset
 
 ROUTINE FastMM_FreeMem
     cmp dword [fm5_erase_freed_active], 0
     jne .c_twin
     LIVE_SMALL_BLOCK .c_twin, fm5_c_free_mem_slow_path
     ; rdx = span, r8 = manager
+    CACHE_PUSH rcx, r8, r9, r10, rax, eax, r11, r11d, r11w, .no_cache, .c_twin, rdx
+    xor eax, eax
+    ret
+.no_cache:
     TRY_LOCK r8, eax, .queue
     FREE_UNDER_LOCK rcx, rdx, r8, rax, .unlock_then_c_twin
     cmp qword [r8 + FM5_MANAGER_PENDING_FREE_LIST], 0

@@ -7,6 +7,8 @@
 ; (api/sharing.h) - tail-jumps to the C twin, which starts over.
 ; The first pass starts at arena 0, or, for a class that arena affinity has taken over
 ; (src/blocks/arena_affinity.h), at the thread's own arena, wrapping once through the others.
+; With thread caches on (src/blocks/thread_cache.h), a small request is the newest cached block of its
+; class; a thread without a usable cache, or whose bin is empty, goes to the C twin.
 ; In: rcx = size. Out: rax = the block.
 
 default rel
@@ -24,6 +26,8 @@ extern fm5_using_shared_manager
 extern fm5_small_arena_count
 extern fm5_affinity_slots
 extern fm5_affinity_slot_mask
+extern fm5_thread_cache_epoch
+extern fm5_os_thread_slot_offset
 
 ROUTINE FastMM_GetMem
     mov eax, [fm5_debug_mode_active]
@@ -40,6 +44,10 @@ ROUTINE FastMM_GetMem
     shl r8d, FM5_SMALL_MANAGER_SIZE_SHIFT
     lea rdx, [fm5_small_managers]
     add r8, rdx                         ; the class's manager in arena 0
+    CACHE_POP rax, r9, r10, rdx, r11, r11d, .no_cache, .c_twin
+    mov rax, rdx
+    ret
+.no_cache:
     mov r11d, [fm5_small_arena_count]   ; arenas left to try
     cmp byte [r8 + FM5_MANAGER_AFFINITY_ACTIVE], 0
     jne .affinity

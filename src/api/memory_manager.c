@@ -59,7 +59,7 @@ void *FM5_CALL FastMM_AllocMem(size_t size)
 /* A freed block: with its history when it was a debug block whose outer block is still readable. */
 static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
 {
-    if (*fm5_status_word(p) == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE) && facts->owner &&
+    if (fm5_status_load(p) == (FM5_STATUS_DEBUG_SUB_BLOCK | FM5_STATUS_FREE) && facts->owner &&
         facts->outer_identity == FM5_FREED_BLOCK)
         fm5_debug_report_freed_block_misuse(kind, p);
     else
@@ -100,7 +100,7 @@ FM5_OPTIMISTIC_READER int FM5_CALL fm5_c_free_mem(void *p)
 {
     if (FM5_LIKELY(!fm5_erase_freed_active)) {
         fm5_small_span *span = fm5_release_live_small_block_span(p);
-        if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_small_free(p, span) == 0))
+        if (FM5_LIKELY(span != NULL) && FM5_LIKELY(fm5_thread_cache_free(p, span) == 0))
             return 0;
     }
     return fm5_c_free_mem_slow_path(p);
@@ -237,6 +237,10 @@ size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
 /* Also the trim: the regions the large-block cache holds go back to the OS. */
 int FM5_CALL FastMM_ProcessAllPendingFrees(void)
 {
+    /* The thread caches first, so that what they give back to busy managers is drained below. */
+    fm5_thread_cache_flush_current();
+    fm5_thread_cache_request_flush();
+    fm5_thread_cache_flush_ended_threads();
     int complete = fm5_release_process_pending_frees();
     fm5_large_cache_release_all();
     return complete;

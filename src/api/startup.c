@@ -7,6 +7,7 @@
 #include "blocks/geometry.h"
 #include "blocks/small_block_classes.h"
 #include "blocks/small_blocks.h"
+#include "blocks/thread_cache.h"
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
 #include "debug/debug_blocks.h"
@@ -45,6 +46,8 @@ static void apply_environment_settings(void)
     any |= read_number("FM5_LARGE_ARENAS", &arenas[2]);
     if (any)
         FastMM_SetArenaCounts(arenas[0], arenas[1], arenas[2]);
+    if (read_number("FM5_THREAD_CACHES", &value))
+        FastMM_SetThreadCaches(value != 0);
     if (read_number("FM5_ARENA_AFFINITY", &value))
         FastMM_SetAdaptiveSmallBlockArenaAffinity(value != 0);
     if (read_number("FM5_STACK_DEPTH", &value))
@@ -75,6 +78,7 @@ void fm5_initialize(void)
     fm5_memory_initialize();
     fm5_small_lookup_rebuild(FM5_DEFAULT_MINIMUM_ALIGNMENT);
     fm5_small_initialize();
+    fm5_thread_cache_initialize();
     fm5_medium_initialize();
     fm5_large_initialize();
     fm5_debug_initialize();
@@ -90,6 +94,7 @@ void fm5_shut_down(void)
     fm5_unwind_shut_down();
 #endif
     fm5_report_leaks_at_shutdown();
+    fm5_thread_cache_shut_down();
     fm5_os_remove_release_guard();
 }
 

@@ -7,6 +7,7 @@
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
 #include "blocks/arena_affinity.h"
+#include "blocks/thread_cache.h"
 #include "base/memory_usage.h"
 #include "base/events.h"
 
@@ -55,6 +56,8 @@ static void apply_alignment_locked(void)
     if (alignment != current_alignment) {
         fm5_small_lookup_rebuild(alignment);
         current_alignment = alignment;
+        fm5_thread_cache_request_flush();
+        fm5_thread_cache_flush_current();
     }
 }
 
@@ -150,6 +153,8 @@ int FM5_CALL FastMM_SetArenaCounts(unsigned small_arenas, unsigned medium_arenas
         fm5_event_report(FastMM_EventInvalidArgument, NULL, 1, "FastMM_SetArenaCounts: at least 2 medium arenas");
         return -1;
     }
+    /* The caller's cached blocks would keep their spans. */
+    fm5_thread_cache_flush_current();
     if (fm5_memory_usage() != 0) {
         fm5_event_report(FastMM_EventInvalidArgument, NULL, 0,
                          "FastMM_SetArenaCounts: fm5 already holds memory; the counts are set before the first allocation");
@@ -184,4 +189,21 @@ int FM5_CALL FastMM_SetAdaptiveSmallBlockArenaAffinity(int enabled)
 int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void)
 {
     return fm5_affinity_enabled;
+}
+
+/* ---- thread caches (blocks/thread_cache.h) ----------------------------------------------------- */
+
+int FM5_CALL FastMM_SetThreadCaches(int enabled)
+{
+    return fm5_thread_cache_set_enabled(enabled);
+}
+
+int FM5_CALL FastMM_GetThreadCaches(void)
+{
+    return fm5_thread_cache_enabled();
+}
+
+size_t FM5_CALL FastMM_GetThreadCacheBytes(unsigned *caches)
+{
+    return fm5_thread_cache_bytes(caches);
 }

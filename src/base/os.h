@@ -102,6 +102,49 @@ fm5_os_thread_facts fm5_os_current_thread_facts(void);
 #    define FM5_TEB_THREAD_ID_OFFSET 0x24
 #  endif
 #endif
+/* One pointer per thread, for the thread caches (blocks/thread_cache.h), with a call when a thread
+ * ends: on Windows a TLS slot (TlsAlloc) that asm/ reads straight from the TEB's TlsSlots array, and
+ * a fiber-local slot (FlsAlloc) whose callback runs when the thread exits normally (not when it is
+ * killed by TerminateThread); on POSIX a __thread variable and a pthread key's destructor.
+ * fm5_os_thread_slot_create returns the slot's offset in the TEB (0 on POSIX) or -1 when none can be
+ * had (a TLS index past the TEB's 64 slots counts as none). `at_exit` gets the thread's value, which
+ * it may replace with fm5_os_thread_slot_set; it is not called for a NULL value. */
+#ifdef FM5_WINDOWS
+#  define FM5_TEB_TLS_SLOTS_OFFSET (FM5_POINTER_SIZE == 8 ? 0x1480 : 0xE10) /* TEB.TlsSlots[0] */
+#  define FM5_TEB_TLS_SLOT_COUNT 64
+#endif
+long fm5_os_thread_slot_create(void (*at_exit)(void *value));
+/* Sets the running thread's value; with `call_at_exit` 0 the exit call keeps the value it had (what
+ * at_exit uses to leave a last value behind for frees made later in the thread's exit). */
+void fm5_os_thread_slot_set(void *value, int call_at_exit);
+/* At unload: no exit call after this returns (the callback would be in unmapped code). */
+void fm5_os_thread_slot_destroy(void);
+/* The running thread's value: one load through the segment register on Windows. */
+#ifdef FM5_WINDOWS
+extern uintptr_t fm5_os_thread_slot_offset;
+FM5_INLINE void *fm5_os_thread_slot_get(void)
+{
+    void *value;
+#  ifdef FM5_64BIT
+    __asm__("movq %%gs:(%1), %0" : "=r"(value) : "r"((uintptr_t)fm5_os_thread_slot_offset));
+#  else
+    __asm__("movl %%fs:(%1), %0" : "=r"(value) : "r"((uintptr_t)fm5_os_thread_slot_offset));
+#  endif
+    return value;
+}
+#else
+extern __thread void *fm5_os_thread_slot_value;
+FM5_INLINE void *fm5_os_thread_slot_get(void)
+{
+    return fm5_os_thread_slot_value;
+}
+#endif
+/* An OS handle of the running thread, kept until fm5_os_thread_handle_close: fm5_os_thread_has_ended
+ * then tells whether the thread is gone, even when it was killed. 0 when none can be had. */
+uintptr_t fm5_os_thread_handle_open(void);
+int fm5_os_thread_has_ended(uintptr_t handle);
+void fm5_os_thread_handle_close(uintptr_t handle);
+
 /* Stops in the debugger (FastMM_SetBreakOnAllocationNumber). */
 void fm5_os_debug_break(void);
 

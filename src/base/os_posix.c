@@ -264,6 +264,54 @@ fm5_os_thread_facts fm5_os_current_thread_facts(void)
     return facts;
 }
 
+/* ---- the thread slot -------------------------------------------------------------------------- */
+
+__thread void *fm5_os_thread_slot_value;
+static pthread_key_t thread_slot_key;
+static void (*thread_slot_at_exit)(void *);
+static volatile int thread_slot_unloading;
+
+static void thread_slot_exit(void *value)
+{
+    if (value && !thread_slot_unloading)
+        thread_slot_at_exit(value);
+}
+
+long fm5_os_thread_slot_create(void (*at_exit)(void *value))
+{
+    thread_slot_at_exit = at_exit;
+    return pthread_key_create(&thread_slot_key, thread_slot_exit) == 0 ? 0 : -1;
+}
+
+void fm5_os_thread_slot_set(void *value, int call_at_exit)
+{
+    fm5_os_thread_slot_value = value;
+    if (call_at_exit)
+        pthread_setspecific(thread_slot_key, value);
+}
+
+void fm5_os_thread_slot_destroy(void)
+{
+    thread_slot_unloading = 1;
+}
+
+/* POSIX threads cannot be killed one by one: a thread's cache goes back when it exits. */
+uintptr_t fm5_os_thread_handle_open(void)
+{
+    return 0;
+}
+
+int fm5_os_thread_has_ended(uintptr_t handle)
+{
+    (void)handle;
+    return 0;
+}
+
+void fm5_os_thread_handle_close(uintptr_t handle)
+{
+    (void)handle;
+}
+
 void fm5_os_debug_break(void)
 {
     raise(SIGTRAP);

@@ -176,6 +176,76 @@ fm5_os_thread_facts fm5_os_current_thread_facts(void)
     return facts;
 }
 
+/* ---- the thread slot -------------------------------------------------------------------------- */
+
+uintptr_t fm5_os_thread_slot_offset;
+static DWORD tls_index = TLS_OUT_OF_INDEXES;
+static DWORD fls_index = FLS_OUT_OF_INDEXES;
+static void (*thread_slot_at_exit)(void *);
+static volatile LONG thread_slot_unloading;
+
+static void WINAPI thread_slot_exit(void *value)
+{
+    if (value && !thread_slot_unloading)
+        thread_slot_at_exit(value);
+}
+
+long fm5_os_thread_slot_create(void (*at_exit)(void *value))
+{
+    tls_index = TlsAlloc();
+    if (tls_index == TLS_OUT_OF_INDEXES)
+        return -1;
+    if (tls_index >= FM5_TEB_TLS_SLOT_COUNT) {
+        TlsFree(tls_index);
+        tls_index = TLS_OUT_OF_INDEXES;
+        return -1;
+    }
+    thread_slot_at_exit = at_exit;
+    fls_index = FlsAlloc(thread_slot_exit);
+    if (fls_index == FLS_OUT_OF_INDEXES) {
+        TlsFree(tls_index);
+        tls_index = TLS_OUT_OF_INDEXES;
+        return -1;
+    }
+    fm5_os_thread_slot_offset = FM5_TEB_TLS_SLOTS_OFFSET + tls_index * FM5_POINTER_SIZE;
+    return (long)fm5_os_thread_slot_offset;
+}
+
+void fm5_os_thread_slot_set(void *value, int call_at_exit)
+{
+    TlsSetValue(tls_index, value);
+    if (call_at_exit)
+        FlsSetValue(fls_index, value);
+}
+
+void fm5_os_thread_slot_destroy(void)
+{
+    thread_slot_unloading = 1;
+    if (fls_index != FLS_OUT_OF_INDEXES)
+        FlsFree(fls_index);
+    fls_index = FLS_OUT_OF_INDEXES;
+}
+
+uintptr_t fm5_os_thread_handle_open(void)
+{
+    HANDLE handle;
+    if (!DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &handle, SYNCHRONIZE,
+                         FALSE, 0))
+        return 0;
+    return (uintptr_t)handle;
+}
+
+int fm5_os_thread_has_ended(uintptr_t handle)
+{
+    return handle && WaitForSingleObject((HANDLE)handle, 0) == WAIT_OBJECT_0;
+}
+
+void fm5_os_thread_handle_close(uintptr_t handle)
+{
+    if (handle)
+        CloseHandle((HANDLE)handle);
+}
+
 void fm5_os_debug_break(void)
 {
     DebugBreak();

@@ -28,6 +28,9 @@ typedef struct fm5_arena_gate {
      * releases them. */
     void *volatile pending_free_list;
     fm5_lock locked;
+    /* The manager's place in its arena's row: a small manager's class slot, by which the thread caches
+     * index their bins (blocks/thread_cache.h); 0 for the others. Where 64-bit padding would be. */
+    uint32_t row_index;
 } fm5_arena_gate;
 
 /* ---- the pending-free list --------------------------------------------------------------------- */

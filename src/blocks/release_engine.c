@@ -15,7 +15,7 @@ int fm5_release_free_block(void *p, enum fm5_block_identity identity, const fm5_
 {
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
-        return fm5_small_free(p, facts->owner);
+        return fm5_thread_cache_free(p, facts->owner);
     case FM5_LIVE_MEDIUM_BLOCK:
         return fm5_medium_free(p);
     case FM5_LIVE_LARGE_BLOCK:

@@ -8,6 +8,7 @@
 #include "blocks/geometry.h"
 #include "blocks/block_identity.h"
 #include "blocks/small_blocks.h"
+#include "blocks/thread_cache.h"
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
 
@@ -15,7 +16,7 @@
 FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
 {
     if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
-        return fm5_small_get_mem(size);
+        return fm5_thread_cache_get_mem(size);
     if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
         return fm5_medium_get_mem(size);
     return fm5_large_get_mem(size);

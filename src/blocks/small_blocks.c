@@ -41,6 +41,15 @@ FM5_INLINE uint16_t status_for(const fm5_small_span *span, const char *user)
     return (uint16_t)(((line >> FM5_SMALL_LINE_SHIFT) << FM5_SMALL_OFFSET_SHIFT) | FM5_STATUS_SMALL);
 }
 
+/* Changed under the manager's lock only, but the thread caches' free path reads it without the lock,
+ * as a hint (blocks/thread_cache.h): whole stores. Returns the new count. */
+FM5_INLINE uint32_t add_in_use(fm5_small_span *span, int32_t change)
+{
+    uint32_t count = span->blocks_in_use + (uint32_t)change;
+    __atomic_store_n(&span->blocks_in_use, count, __ATOMIC_RELAXED);
+    return count;
+}
+
 /* ---- sequential feed -------------------------------------------------------------------------- */
 
 static void *feed(fm5_small_manager *manager)
@@ -102,11 +111,12 @@ static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *
 {
     FM5_ASSERT(manager->gate.locked && span->manager == manager && span->blocks_in_use > 0);
     FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
-    if (--span->blocks_in_use == 0 && !fm5_recycling_keeps_empty_small_spans()) {
+    if (add_in_use(span, -1) == 0 && !fm5_recycling_keeps_empty_small_spans()) {
         release_span(manager, span);
         return;
     }
-    *fm5_status_word(user) |= FM5_STATUS_FREE;
+    /* Claimed already (fm5_small_free, a cache, a queued block) or being requeued: one whole store. */
+    fm5_status_store(user, fm5_status_load(user) | FM5_STATUS_FREE);
     *(void **)user = span->first_free_block;
     if (!span->first_free_block)
         fm5_ring_insert_first(&manager->partially_free, &span->partially_free);
@@ -114,10 +124,10 @@ static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *
 }
 
 /* The arena skeleton's release step, for a block freed under the lock and for a queued one (whose
- * status word fm5_arena_free has marked free already). */
+ * status word fm5_small_free or a thread cache has marked free already). */
 static void release_block(void *manager, void *block)
 {
-    free_locked(manager, fm5_small_span_of(block, *fm5_status_word(block)), block);
+    free_locked(manager, fm5_small_span_of(block, fm5_status_load(block)), block);
 }
 
 static void release_chain(fm5_small_manager *manager, char *block)
@@ -136,9 +146,9 @@ static void *reuse_locked(fm5_small_manager *manager)
         /* The first queued block is handed out at once unless it must be checked first; it is still
          * counted in use, since it never reached its span's free chain. */
         char *rest = *(char **)pending;
-        if (!(*fm5_status_word(pending) & FM5_STATUS_HAS_DEBUG_INFO)) {
+        if (!(fm5_status_load(pending) & FM5_STATUS_HAS_DEBUG_INFO)) {
             release_chain(manager, rest);
-            *fm5_status_word(pending) &= (uint16_t)~FM5_STATUS_FREE;
+            fm5_status_store(pending, fm5_status_load(pending) & ~FM5_STATUS_FREE);
             return pending;
         }
         release_chain(manager, pending);
@@ -151,7 +161,7 @@ static void *reuse_locked(fm5_small_manager *manager)
         FM5_ASSERT(span->manager == manager && span->blocks_in_use < span->total_blocks);
         FM5_ASSERT(user && fm5_small_is_block_start(span, manager, user) && (*fm5_status_word(user) & FM5_STATUS_FREE));
         span->first_free_block = *(void **)user;
-        span->blocks_in_use++;
+        add_in_use(span, 1);
         if (!span->first_free_block)
             fm5_ring_remove(&span->partially_free);
         volatile uint16_t *status = fm5_status_word(user);
@@ -177,7 +187,7 @@ static void *new_span_locked(fm5_small_manager *manager)
     uint32_t count = (uint32_t)((fm5_medium_block_size(span) - SPAN_OVERHEAD) / block_size);
     span->manager = manager;
     span->total_blocks = count;
-    span->blocks_in_use = count;
+    __atomic_store_n(&span->blocks_in_use, count, __ATOMIC_RELAXED);
     span->first_free_block = NULL;
     span->partially_free.next = span->partially_free.prev = NULL;
     span->identity_tag = fm5_small_span_tag(span);
@@ -248,14 +258,182 @@ void *fm5_small_get_mem(size_t size)
                               second_pass, after_contention, &slot, &fm5_small_contention_count);
 }
 
-/* Live: not marked free. Queued: marked free at once, so that any second free of it fails. */
-static const fm5_arena_status_rule small_status_rule = { FM5_STATUS_FREE, 0, FM5_STATUS_FREE };
+/* ---- batches for the thread caches ------------------------------------------------------------ */
 
+/* A fill of up to `want` blocks of one class: the first is handed out, the rest are chained on `rest`
+ * marked free (cached blocks, blocks/thread_cache.h), all counted in use by their spans. */
+typedef struct batch_request {
+    unsigned slot;
+    unsigned want;
+    char *rest;
+} batch_request;
+
+FM5_INLINE void cache_block(batch_request *request, char *user)
+{
+    fm5_status_store(user, fm5_status_load(user) | FM5_STATUS_FREE);
+    *(char **)user = request->rest;
+    request->rest = user;
+}
+
+/* Under the lock: the first block as reuse_locked finds it (which drains the pending frees and checks a
+ * freed debug block), then whole runs of the partially-free spans' chains up to the request. A chain
+ * is linked as a cache is and its blocks are marked free already, so a run moves over as it is; a
+ * freed debug block ends the run, since it must be checked before it is used. */
+static void *reuse_batch_locked(fm5_small_manager *manager, batch_request *request)
+{
+    char *first = reuse_locked(manager);
+    if (!first)
+        return NULL;
+    unsigned still = request->want - 1;
+    while (still && !fm5_ring_is_empty(&manager->partially_free)) {
+        fm5_small_span *span = span_of_ring(manager->partially_free.next);
+        char *run = span->first_free_block, *last = NULL, *user = run;
+        unsigned taken = 0;
+        while (user && taken < still && !(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO)) {
+            FM5_ASSERT(fm5_small_is_block_start(span, manager, user) && (fm5_status_load(user) & FM5_STATUS_FREE));
+            last = user;
+            user = *(char **)user;
+            taken++;
+        }
+        if (!taken)
+            break;
+        span->first_free_block = user;
+        add_in_use(span, (int32_t)taken);
+        if (!user)
+            fm5_ring_remove(&span->partially_free);
+        *(char **)last = request->rest;
+        request->rest = run;
+        still -= taken;
+    }
+    return first;
+}
+
+/* Lock-free: up to the request from the feed, with one compare-and-swap (feed()'s argument), the
+ * blocks just below the feed offset, handed out from the top down as feed() would. */
+static void *feed_batch(fm5_small_manager *manager, batch_request *request, unsigned want)
+{
+    for (;;) {
+        uint64_t current = fm5_load_u64(&manager->feed);
+        uint32_t offset = (uint32_t)current;
+        if (offset <= FM5_SMALL_SPAN_HEADER_SIZE)
+            return NULL;
+        fm5_small_span *span = __atomic_load_n(&manager->feed_span, __ATOMIC_ACQUIRE);
+        uint32_t block_size = manager->block_size;
+        uint32_t available = (offset - FM5_SMALL_SPAN_HEADER_SIZE) / block_size;
+        uint32_t count = want < available ? want : available;
+        uint32_t next_offset = offset - count * block_size;
+        uint64_t next = (((current >> 32) + 1) << 32) | next_offset;
+        if (fm5_cas_u64(&manager->feed, current, next)) {
+            FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
+            /* Fed blocks are marked free already: the cached ones keep the mark. */
+            for (uint32_t i = count; i >= 2; i--) {
+                char *user = block_at(span, offset - i * block_size);
+                *(char **)user = request->rest;
+                request->rest = user;
+            }
+            char *user = block_at(span, offset - block_size);
+            fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
+            return user;
+        }
+    }
+}
+
+static void *batch_first_pass(void *arena, void *context, int *final)
+{
+    (void)final;
+    fm5_small_manager *manager = arena;
+    batch_request *request = context;
+    if (!fm5_lock_is_held(&manager->gate.locked) && may_have_free_block(manager) &&
+        fm5_try_lock(&manager->gate.locked)) {
+        void *user = reuse_batch_locked(manager, request);
+        fm5_unlock(&manager->gate.locked);
+        if (user)
+            return user;
+    }
+    return feed_batch(manager, request, request->want);
+}
+
+static void *batch_second_pass(void *arena, void *context, int *final)
+{
+    fm5_small_manager *manager = arena;
+    batch_request *request = context;
+    if (!fm5_try_lock(&manager->gate.locked))
+        return NULL;
+    void *user = reuse_batch_locked(manager, request);
+    if (!user)
+        user = feed_batch(manager, request, request->want);
+    if (!user) {
+        user = new_span_locked(manager);
+        char *more = user && request->want > 1 ? feed_batch(manager, request, request->want - 1) : NULL;
+        if (more)
+            cache_block(request, more);
+        *final = 1;
+    }
+    fm5_unlock(&manager->gate.locked);
+    return user;
+}
+
+static unsigned batch_after_contention(void *context)
+{
+    return fm5_affinity_after_contention(((const batch_request *)context)->slot);
+}
+
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest)
+{
+    fm5_small_manager *first = &fm5_small_managers[0][class_slot];
+    unsigned start = FM5_UNLIKELY(__atomic_load_n(&first->affinity_active, __ATOMIC_RELAXED))
+                         ? fm5_affinity_first_arena(class_slot) : 0;
+    batch_request request = { class_slot, want ? want : 1, NULL };
+    void *user = fm5_arena_allocate(first, sizeof fm5_small_managers[0], fm5_small_arena_count, start,
+                                    batch_first_pass, batch_second_pass, batch_after_contention, &request,
+                                    &fm5_small_contention_count);
+    *rest = request.rest;
+    return user;
+}
+
+void fm5_small_release_cached(void *chain)
+{
+    fm5_small_manager *held = NULL;
+    char *user = chain;
+    while (user) {
+        char *next = *(char **)user;
+        FM5_ASSERT((fm5_status_load(user) & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
+                   (FM5_STATUS_SMALL | FM5_STATUS_FREE));
+        fm5_small_manager *manager = fm5_small_span_of(user, fm5_status_load(user))->manager;
+        if (manager != held) {
+            if (held)
+                fm5_arena_unlock(&held->gate, release_block, held);
+            held = fm5_try_lock(&manager->gate.locked) ? manager : NULL;
+        }
+        /* A busy manager gets it queued, marked free as queued blocks are: a flush never waits. */
+        if (held)
+            release_block(held, user);
+        else
+            fm5_pending_push(&manager->gate.pending_free_list, user);
+        user = next;
+    }
+    if (held)
+        fm5_arena_unlock(&held->gate, release_block, held);
+}
+
+/* The skeleton's free that never waits, with the claim made first in both branches: a thread cache's
+ * free (blocks/thread_cache.h) takes no manager lock, so the lock alone no longer decides which of two
+ * frees of one block wins; the compare-and-swap of the free mark does. The block is then released
+ * under the lock, or queued when the lock is busy, as a queued block is: marked free. */
 int fm5_small_free(void *user, fm5_small_span *span)
 {
     fm5_small_manager *manager = span->manager;
-    return fm5_arena_free(&manager->gate, user, fm5_status_word(user), small_status_rule, release_block,
-                          release_block, manager);
+    volatile uint16_t *status = fm5_status_word(user);
+    uint16_t old = (uint16_t)fm5_status_load(user);
+    if ((old & FM5_STATUS_FREE) || !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_FREE)))
+        return -1;
+    if (fm5_try_lock(&manager->gate.locked)) {
+        release_block(manager, user);
+        fm5_arena_unlock(&manager->gate, release_block, manager);
+    } else {
+        fm5_pending_push(&manager->gate.pending_free_list, user);
+    }
+    return 0;
 }
 
 int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)
@@ -266,7 +444,7 @@ int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)
 
 int fm5_small_requeue_quarantined(void *user)
 {
-    fm5_small_span *span = fm5_small_span_of(user, *fm5_status_word(user));
+    fm5_small_span *span = fm5_small_span_of(user, fm5_status_load(user));
     fm5_small_manager *manager = span->manager;
     fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
     FM5_ASSERT((*fm5_status_word(user) & (FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
@@ -290,7 +468,7 @@ static void release_empty_span(fm5_small_manager *manager, fm5_small_span *span)
         if ((*fm5_status_word(user) & FM5_STATUS_HAS_DEBUG_INFO) &&
             !fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE, 1)) {
             *link = *(void **)user;
-            span->blocks_in_use++;
+            add_in_use(span, 1);
             fm5_recycling_quarantine(user);
             continue;
         }
@@ -432,6 +610,7 @@ static void prepare_arena(unsigned a)
         uint32_t user_bytes_for = FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
         fm5_small_manager *manager = &fm5_small_managers[a][fm5_small_class_slot(c)];
         fm5_ring_init(&manager->partially_free);
+        manager->gate.row_index = fm5_small_class_slot(c);
         manager->block_size = (uint16_t)block_size;
         manager->arena = (uint8_t)a;
         manager->block_size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + block_size - 1) / block_size);

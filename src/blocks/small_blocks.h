@@ -58,6 +58,7 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_small_manager {
     uint32_t minimum_span_size;
     uint32_t optimal_span_size;
 } fm5_small_manager;
+_Static_assert(sizeof(fm5_small_manager) == FM5_CACHE_LINE, "a manager is one cache line");
 
 extern fm5_small_manager fm5_small_managers[FM5_MAXIMUM_ARENA_COUNT][FM5_SMALL_CLASS_COUNT];
 extern size_t fm5_small_contention_count;
@@ -103,6 +104,14 @@ void *fm5_small_get_mem(size_t size);
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
+/* For the thread caches (blocks/thread_cache.h): up to `want` blocks of class slot `class_slot` in one
+ * pass over the arenas (one lock or one feed compare-and-swap): returns the first, allocated, or NULL
+ * when the OS refused memory, and chains the others on *rest, each marked free and counted in use. */
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest);
+/* Gives cached blocks (chained through their first word, each marked free and counted in use) back
+ * to their spans, one lock per run of blocks of one manager; a busy manager gets them queued. */
+void fm5_small_release_cached(void *chain);
+
 /* A quarantined block (blocks/recycling.h) goes back on its span's free chain if the freed-block check
  * now finds it intact: returns 1 then, 0 if it must stay quarantined. Takes the manager's lock. */
 int fm5_small_requeue_quarantined(void *user);

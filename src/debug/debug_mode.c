@@ -3,6 +3,7 @@
 #include "debug/debug_mode.h"
 #include "blocks/recycling.h"
 #include "blocks/release_engine.h"
+#include "blocks/thread_cache.h"
 #include "base/events.h"
 #include "base/os.h"
 
@@ -69,7 +70,14 @@ static int adjust_counter(long delta)
     debug_mode_counter += delta;
     publish_state();
     int active = fm5_debug_mode_active;
+    /* Under the mode lock, so that the caches' switch follows the mode's order of changes. */
+    if (active != was_active)
+        fm5_thread_cache_hold(FM5_CACHE_OFF_IN_DEBUG_MODE, active);
     fm5_unlock(&mode_lock);
+    /* Cached blocks would bypass the freed-block checks: the caller's go back now, the others' at
+     * their owners' next call. */
+    if (active && !was_active)
+        fm5_thread_cache_flush_current();
     /* Without the mode lock, which is held over no other lock: the blocks debug mode kept in place
      * would otherwise stay there for good, since no free touches them again. */
     if (was_active && !active)

@@ -1,0 +1,309 @@
+/* Per-thread small-block caches: the records, their epochs, filling and flushing (thread_cache.h).
+ *
+ * Lock order: record_lock is taken with no manager lock held, and the flush of an ended thread's cache
+ * takes small-manager locks under it (record_lock -> small -> medium). */
+#include "blocks/thread_cache.h"
+#include "blocks/small_block_classes.h"
+
+volatile uint32_t fm5_thread_cache_epoch;
+uint16_t fm5_thread_cache_bin_limit[FM5_SMALL_CLASS_COUNT];
+
+/* Guards the record list, the pool, every record's state and the off reasons. */
+static fm5_lock record_lock;
+static fm5_thread_cache *all_records;
+static char *pool;
+static size_t pool_left;
+static uint32_t off_reasons = FM5_CACHE_OFF_NO_THREAD_SLOT;
+
+/* What a thread's slot holds after its exit call: frees made later in its exit (other modules'
+ * thread detach) go straight to the managers, and no new record is made for it. Its epoch, 0, is
+ * never a usable one. */
+static fm5_thread_cache retired_record = { .state = FM5_CACHE_RETIRED };
+
+/* ---- flushing ----------------------------------------------------------------------------------- */
+
+static void flush_record(fm5_thread_cache *cache)
+{
+    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
+        fm5_thread_cache_bin *bin = &cache->bins[s];
+        void *chain = bin->first;
+        bin->first = NULL;
+        bin->room = fm5_thread_cache_bin_limit[s];
+        if (chain)
+            fm5_small_release_cached(chain);
+    }
+    __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
+}
+
+/* A full bin keeps its newest `keep` blocks (the ones most likely still in this core's cache) and
+ * gives the rest back in one batch. */
+static void trim_bin(fm5_thread_cache *cache, unsigned slot, unsigned keep)
+{
+    fm5_thread_cache_bin *bin = &cache->bins[slot];
+    unsigned held = fm5_thread_cache_bin_limit[slot] - bin->room;
+    if (held <= keep)
+        return;
+    void **link = &bin->first;
+    for (unsigned n = 0; n < keep; n++)
+        link = (void **)*link;
+    void *chain = *link;
+    *link = NULL;
+    bin->room = (uint16_t)(bin->room + held - keep);
+    fm5_thread_cache_add_byte_room(cache, (int32_t)((held - keep) * bin->block_size));
+    fm5_small_release_cached(chain);
+}
+
+/* Past the thread's byte bound: every bin gives back its colder half. */
+static void trim_every_bin(fm5_thread_cache *cache)
+{
+    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++)
+        trim_bin(cache, s, (fm5_thread_cache_bin_limit[s] - cache->bins[s].room) / 2);
+}
+
+/* ---- records ------------------------------------------------------------------------------------ */
+
+/* Under record_lock: an unused record, or a new one from the pool (fm5_os_map: outside the usage
+ * counter, as the managers' own tables are). */
+static fm5_thread_cache *take_record_locked(void)
+{
+    for (fm5_thread_cache *cache = all_records; cache; cache = cache->next)
+        if (cache->state == FM5_CACHE_UNUSED)
+            return cache;
+    if (pool_left < sizeof(fm5_thread_cache)) {
+        pool = fm5_os_map(FM5_OS_GRANULARITY, 0);
+        if (!pool)
+            return NULL;
+        pool_left = FM5_OS_GRANULARITY;
+    }
+    fm5_thread_cache *cache = (fm5_thread_cache *)pool;
+    pool += sizeof(fm5_thread_cache);
+    pool_left -= sizeof(fm5_thread_cache);
+    cache->next = all_records;
+    all_records = cache;
+    return cache;
+}
+
+static fm5_thread_cache *adopt_record(void)
+{
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    fm5_thread_cache *cache = take_record_locked();
+    if (cache)
+        cache->state = FM5_CACHE_LIVE;
+    fm5_unlock(&record_lock);
+    if (!cache)
+        return NULL;
+    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
+        FM5_ASSERT(cache->bins[s].first == NULL);
+        cache->bins[s].room = fm5_thread_cache_bin_limit[s];
+        cache->bins[s].block_size = fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0;
+    }
+    __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
+    cache->epoch = 0;
+    cache->thread_id = fm5_os_thread_id();
+    cache->thread_handle = fm5_os_thread_handle_open();
+    fm5_os_thread_slot_set(cache, 1);
+    return cache;
+}
+
+static void give_up_record(fm5_thread_cache *cache)
+{
+    fm5_os_thread_handle_close(cache->thread_handle);
+    cache->thread_handle = 0;
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    cache->state = FM5_CACHE_UNUSED;
+    fm5_unlock(&record_lock);
+}
+
+/* The thread's exit call (base/os.h): in the exiting thread. */
+static void at_thread_exit(void *value)
+{
+    fm5_thread_cache *cache = value;
+    if (cache == &retired_record)
+        return;
+    fm5_os_thread_slot_set(&retired_record, 0);
+    flush_record(cache);
+    give_up_record(cache);
+}
+
+void fm5_thread_cache_flush_ended_threads(void)
+{
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    for (fm5_thread_cache *cache = all_records; cache; cache = cache->next) {
+        /* Its owner is gone: nobody else touches the record. */
+        if (cache->state == FM5_CACHE_LIVE && fm5_os_thread_has_ended(cache->thread_handle)) {
+            flush_record(cache);
+            fm5_os_thread_handle_close(cache->thread_handle);
+            cache->thread_handle = 0;
+            cache->state = FM5_CACHE_UNUSED;
+        }
+    }
+    fm5_unlock(&record_lock);
+}
+
+/* The running thread's cache brought up to date: flushed when its epoch is stale, made when missing
+ * and caches are on. NULL when caches are off (or no record could be had). */
+static fm5_thread_cache *settled_cache(void)
+{
+    uint32_t epoch = __atomic_load_n(&fm5_thread_cache_epoch, __ATOMIC_RELAXED);
+    fm5_thread_cache *cache = fm5_os_thread_slot_get();
+    if (cache == &retired_record)
+        return NULL;
+    if (cache && cache->epoch != epoch) {
+        flush_record(cache);
+        /* A request made during the flush moved the epoch on again: the next call flushes again. */
+        cache->epoch = epoch;
+    }
+    if (!(epoch & 1))
+        return NULL;
+    if (!cache) {
+        cache = adopt_record();
+        if (!cache)
+            return NULL;
+        cache->epoch = epoch;
+    }
+    return cache;
+}
+
+/* ---- the slow paths ----------------------------------------------------------------------------- */
+
+void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
+{
+    fm5_thread_cache *cache = settled_cache();
+    if (!cache)
+        return fm5_small_get_mem(size);
+    fm5_thread_cache_bin *bin = &cache->bins[class_slot];
+    if (bin->first)
+        return fm5_thread_cache_get_mem(size);
+    if (!bin->block_size)
+        return fm5_small_get_mem(size);
+    /* Half the bin's limit and within the thread's bytes: the next GetMem calls of the class, and
+     * room left for the frees that follow them. */
+    unsigned want = 1 + fm5_thread_cache_bin_limit[class_slot] / 2;
+    if (want > bin->room)
+        want = bin->room;
+    unsigned affordable = cache->byte_room / bin->block_size;
+    if (want > affordable + 1)
+        want = affordable + 1;
+    void *rest;
+    void *user = fm5_small_get_batch(class_slot, want, &rest);
+    unsigned cached = 0;
+    for (void *block = rest; block; block = *(void **)block)
+        cached++;
+    bin->first = rest;
+    bin->room = (uint16_t)(bin->room - cached);
+    fm5_thread_cache_add_byte_room(cache, -(int32_t)(cached * bin->block_size));
+    return user;
+}
+
+int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
+{
+    fm5_thread_cache *cache = settled_cache();
+    if (!cache)
+        return fm5_small_free(user, span);
+    fm5_small_manager *manager = span->manager;
+    unsigned slot = manager->gate.row_index;
+    fm5_thread_cache_bin *bin = &cache->bins[slot];
+    if (bin->block_size) {
+        if (bin->room == 0)
+            trim_bin(cache, slot, fm5_thread_cache_bin_limit[slot] / 2);
+        if (cache->byte_room < bin->block_size)
+            trim_every_bin(cache);
+    }
+    /* Settled and with room: the inline path now takes it (or gives it to the managers). */
+    return fm5_thread_cache_free(user, span);
+}
+
+/* ---- settings and requests ---------------------------------------------------------------------- */
+
+/* Under record_lock: the epoch's parity follows the reasons; a concurrent flush request (+2) is kept. */
+static void update_epoch_locked(void)
+{
+    uint32_t want_odd = off_reasons == 0;
+    for (;;) {
+        uint32_t epoch = __atomic_load_n(&fm5_thread_cache_epoch, __ATOMIC_RELAXED);
+        if ((epoch & 1) == want_odd ||
+            __atomic_compare_exchange_n(&fm5_thread_cache_epoch, &epoch, epoch + 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            return;
+    }
+}
+
+void fm5_thread_cache_hold(unsigned reason, int held)
+{
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    off_reasons = held ? off_reasons | reason : off_reasons & ~reason;
+    update_epoch_locked();
+    fm5_unlock(&record_lock);
+}
+
+int fm5_thread_cache_set_enabled(int enabled)
+{
+    int previous = fm5_thread_cache_enabled();
+    fm5_thread_cache_hold(FM5_CACHE_OFF_BY_SETTING, !enabled);
+    if (!enabled)
+        fm5_thread_cache_flush_current();
+    return previous;
+}
+
+int fm5_thread_cache_enabled(void)
+{
+    return !(__atomic_load_n(&off_reasons, __ATOMIC_RELAXED) & FM5_CACHE_OFF_BY_SETTING);
+}
+
+void fm5_thread_cache_request_flush(void)
+{
+    __atomic_add_fetch(&fm5_thread_cache_epoch, 2, __ATOMIC_ACQ_REL);
+}
+
+void fm5_thread_cache_flush_current(void)
+{
+    fm5_thread_cache *cache = fm5_os_thread_slot_get();
+    if (cache && cache != &retired_record) {
+        flush_record(cache);
+        /* Stale on purpose, so that the next call settles it against the epoch of that moment. */
+        cache->epoch = 0;
+    }
+}
+
+size_t fm5_thread_cache_bytes(unsigned *caches)
+{
+    size_t bytes = 0;
+    unsigned live = 0;
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    for (fm5_thread_cache *cache = all_records; cache; cache = cache->next) {
+        if (cache->state != FM5_CACHE_LIVE)
+            continue;
+        live++;
+        bytes += FM5_THREAD_CACHE_BYTES - __atomic_load_n(&cache->byte_room, __ATOMIC_RELAXED);
+    }
+    fm5_unlock(&record_lock);
+    if (caches)
+        *caches = live;
+    return bytes;
+}
+
+void fm5_thread_cache_initialize(void)
+{
+    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
+        unsigned block_size = fm5_small_managers[0][s].block_size;
+        unsigned blocks = FM5_THREAD_CACHE_BIN_BYTES / block_size;
+        if (blocks < FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS)
+            blocks = FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS;
+        if (blocks > FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS)
+            blocks = FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS;
+        if (block_size > FM5_THREAD_CACHE_MAXIMUM_BLOCK_SIZE)
+            blocks = 0;
+        fm5_thread_cache_bin_limit[s] = (uint16_t)blocks;
+    }
+    int have_slot = fm5_os_thread_slot_create(at_thread_exit) >= 0;
+    fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
+    off_reasons = (have_slot ? 0 : FM5_CACHE_OFF_NO_THREAD_SLOT) |
+                  (FM5_THREAD_CACHES_BY_DEFAULT ? 0 : FM5_CACHE_OFF_BY_SETTING);
+    update_epoch_locked();
+    fm5_unlock(&record_lock);
+}
+
+void fm5_thread_cache_shut_down(void)
+{
+    fm5_os_thread_slot_destroy();
+}

@@ -1,0 +1,194 @@
+/* Per-thread small-block caches (fm5.h, FastMM_SetThreadCaches): a thread keeps a few free small
+ * blocks of each class it uses, so that most of its GetMem and FreeMem calls touch no shared line and
+ * take no lock. Beyond FastMM5, in the manner of mimalloc's thread-local heaps, but bounded as FastMM5
+ * would want: at most fm5_thread_cache_bin_limit[class] blocks per class and FM5_THREAD_CACHE_BYTES
+ * bytes per thread.
+ *
+ * A cached block, seen from everything else, is a free block that its span still counts in use: its
+ * status word is marked free (a second free, a realloc or a size query of it fails as for any freed
+ * block, and walks, heap status and leak reports count it free), it is on no span's free chain, and
+ * the span is not released while it is cached. Only the owning thread reads or writes the chain.
+ *
+ * Filling and flushing go in batches: an empty bin takes up to half its limit plus one from the
+ * managers under one lock (whole runs of a span's free chain, which is linked as a cache is) or one
+ * compare-and-swap of the sequential feed; a full bin gives back its colder half, and a thread past its
+ * bytes the colder half of every bin, one lock per manager met (a busy manager gets the blocks on its
+ * pending-free list, so that a flush never waits). A block of a nearly empty span goes to the managers
+ * (fm5_thread_cache_span_is_sparse), so that the span can be released. Every free of a small block claims it by
+ * compare-and-swap of the status word, the managers' locked free included (a cache's free takes no
+ * lock), so that of two threads freeing one block at once exactly one succeeds and the other reports
+ * the double free.
+ *
+ * When the caches are used: the epoch. fm5_thread_cache_epoch is odd while caches may be used (the
+ * setting is on, debug mode is off, a thread slot was had) and even otherwise; a cache is used only
+ * while its own epoch equals it, and a cache stores only odd epochs. So one compare tells a thread
+ * both that caches are on and that its cache has been flushed since the last flush request: a flush
+ * request (entering debug mode, an alignment change, FastMM_ProcessAllPendingFrees) moves the epoch
+ * on, and every thread flushes its own cache at its next call. Nobody but its owner touches a live
+ * cache; a cache whose thread has ended without its exit call (TerminateThread) is flushed by the
+ * next FastMM_ProcessAllPendingFrees once the OS says the thread is gone.
+ *
+ * asm/ repeats fm5_thread_cache_pop and fm5_thread_cache_push (small_block_lists.inc). */
+#ifndef FM5_THREAD_CACHE_H
+#define FM5_THREAD_CACHE_H
+
+#include "base/platform.h"
+#include "base/os.h"
+#include "blocks/geometry.h"
+#include "blocks/block_status.h"
+#include "blocks/small_blocks.h"
+#include "blocks/small_block_classes.h"
+
+/* The bounds. A bin holds FM5_THREAD_CACHE_BIN_BYTES / block size blocks, but at least
+ * FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS (fewer would make a thread that frees and allocates a class in
+ * turn hit the bin's ends every few calls: fills and flushes move half a bin) and at most
+ * FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS. Classes above FM5_THREAD_CACHE_MAXIMUM_BLOCK_SIZE are not cached
+ * (their bins hold nothing, and the paths go straight to the managers): their blocks are few per span
+ * and the time to use one dwarfs the lock. A thread holds at most FM5_THREAD_CACHE_BYTES in all (a
+ * thousand idle threads at most a thousand times that). */
+#define FM5_THREAD_CACHE_BIN_BYTES 4096u
+#define FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS 8u
+#define FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS 64u
+#define FM5_THREAD_CACHE_MAXIMUM_BLOCK_SIZE 1024u
+#define FM5_THREAD_CACHE_BYTES 196608u
+/* FastMM_SetThreadCaches's setting at start-up (FM5_THREAD_CACHES overrides it). */
+#define FM5_THREAD_CACHES_BY_DEFAULT 1
+
+/* One class of one thread's cache. */
+typedef struct fm5_thread_cache_bin {
+    void *first;            /* cached blocks, linked through their first word, newest first */
+    uint16_t room;          /* blocks the bin may still take */
+    uint16_t block_size;    /* the class's block size; 0 for a class that is not cached */
+#ifdef FM5_64BIT
+    uint32_t reserved;
+#endif
+} fm5_thread_cache_bin;
+#define FM5_THREAD_CACHE_BIN_SHIFT (FM5_POINTER_SIZE == 8 ? 4 : 3)
+_Static_assert(sizeof(fm5_thread_cache_bin) == 1u << FM5_THREAD_CACHE_BIN_SHIFT, "asm/ scales a bin by a shift");
+
+enum fm5_thread_cache_state { FM5_CACHE_UNUSED, FM5_CACHE_LIVE, FM5_CACHE_RETIRED };
+
+/* One thread's cache. The first line is what the fast paths read besides the bin. */
+typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
+    volatile uint32_t epoch;       /* the epoch of its last flush; odd, or 0 before the first */
+    uint32_t byte_room;            /* bytes the cache may still take (of FM5_THREAD_CACHE_BYTES) */
+    struct fm5_thread_cache *next; /* every record ever made, for the flush of ended threads */
+    uintptr_t thread_handle;       /* fm5_os_thread_handle_open of the owner, 0 if none */
+    volatile uint32_t state;       /* fm5_thread_cache_state; changed under the record lock */
+    uint32_t thread_id;
+    fm5_thread_cache_bin bins[FM5_SMALL_CLASS_COUNT] FM5_ALIGNED(FM5_CACHE_LINE);
+} fm5_thread_cache;
+
+/* Odd while caches may be used (above); asm/ reads it as a dword. */
+extern volatile uint32_t fm5_thread_cache_epoch;
+extern uint16_t fm5_thread_cache_bin_limit[FM5_SMALL_CLASS_COUNT];
+
+/* The slow paths behind the inline ones: they create, flush and refill the running thread's cache, or
+ * fall back to the managers when caches are off. Also the asm's. */
+void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size);
+int fm5_thread_cache_free_slow(void *user, fm5_small_span *span);
+
+/* A span whose blocks in use, this one aside, are fewer than an eighth of its blocks: its blocks are
+ * not cached, so that cached blocks do not keep many mostly empty spans (and their medium blocks) in
+ * use. The count is read without the lock, as a hint. */
+#define FM5_THREAD_CACHE_SPARSE_SHIFT 3
+FM5_INLINE int fm5_thread_cache_span_is_sparse(const fm5_small_span *span)
+{
+    uint32_t others = __atomic_load_n(&span->blocks_in_use, __ATOMIC_RELAXED) - 1;
+    return (others << FM5_THREAD_CACHE_SPARSE_SHIFT) < span->total_blocks;
+}
+
+/* Only the owner changes its byte room; FastMM_GetThreadCacheBytes reads it from other threads. */
+FM5_INLINE void fm5_thread_cache_add_byte_room(fm5_thread_cache *cache, int32_t bytes)
+{
+    __atomic_store_n(&cache->byte_room, cache->byte_room + (uint32_t)bytes, __ATOMIC_RELAXED);
+}
+
+/* The running thread's cache when the epoch allows its use, else NULL. */
+FM5_INLINE fm5_thread_cache *fm5_thread_cache_usable(void)
+{
+    uint32_t epoch = __atomic_load_n(&fm5_thread_cache_epoch, __ATOMIC_RELAXED);
+    if (!(epoch & 1))
+        return NULL;
+    fm5_thread_cache *cache = fm5_os_thread_slot_get();
+    return cache && cache->epoch == epoch ? cache : NULL;
+}
+
+/* GetMem of a small size: the newest cached block of its class, or the slow path. */
+FM5_INLINE void *fm5_thread_cache_get_mem(size_t size)
+{
+    unsigned slot = fm5_small_lookup[(size + 1) >> FM5_SMALL_GRANULARITY_SHIFT];
+    fm5_thread_cache *cache = fm5_thread_cache_usable();
+    if (FM5_UNLIKELY(!cache))
+        return fm5_thread_cache_get_mem_slow(slot, size);
+    fm5_thread_cache_bin *bin = &cache->bins[slot];
+    if (FM5_UNLIKELY(!bin->first))
+        return bin->block_size ? fm5_thread_cache_get_mem_slow(slot, size) : fm5_small_get_mem(size);
+    char *user = bin->first;
+    bin->first = *(void **)user;
+    bin->room++;
+    fm5_thread_cache_add_byte_room(cache, bin->block_size);
+    /* Cached, it is the owner's alone: one store (a walk may read the word meanwhile). */
+    fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
+    return user;
+}
+
+/* FreeMem of a live small block without debug information whose span is `span`: into the running
+ * thread's cache when it has room, else the slow path. Returns 0, or -1 when another thread freed it
+ * first (reported by the caller, as fm5_small_free's -1). */
+FM5_INLINE int fm5_thread_cache_free(void *user, fm5_small_span *span)
+{
+    fm5_thread_cache *cache = fm5_thread_cache_usable();
+    if (FM5_UNLIKELY(!cache))
+        return fm5_thread_cache_free_slow(user, span);
+    /* A block of a span that is nearly empty goes back, so that the span can be released: a cached
+     * block would keep it in use. */
+    if (FM5_UNLIKELY(fm5_thread_cache_span_is_sparse(span)))
+        return fm5_small_free(user, span);
+    fm5_small_manager *manager = span->manager;
+    fm5_thread_cache_bin *bin = &cache->bins[manager->gate.row_index];
+    /* A class that is not cached has no room: the managers'. A full bin, or a cache short of bytes,
+     * is trimmed by the slow path, which then comes back here. */
+    if (FM5_UNLIKELY(bin->room == 0) || FM5_UNLIKELY(cache->byte_room < manager->block_size))
+        return bin->block_size ? fm5_thread_cache_free_slow(user, span) : fm5_small_free(user, span);
+    uint16_t status = (uint16_t)fm5_status_load(user);
+    /* A debug block's outer block goes back to the managers, which know how to keep it. */
+    if (FM5_UNLIKELY(status & FM5_STATUS_HAS_DEBUG_INFO))
+        return fm5_small_free(user, span);
+    if (FM5_UNLIKELY(status & FM5_STATUS_FREE) ||
+        FM5_UNLIKELY(!__atomic_compare_exchange_n(fm5_status_word(user), &status, (uint16_t)(status | FM5_STATUS_FREE),
+                                                  0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
+        return -1;
+    *(void **)user = bin->first;
+    bin->first = user;
+    bin->room--;
+    fm5_thread_cache_add_byte_room(cache, -(int32_t)manager->block_size);
+    return 0;
+}
+
+/* The running thread's cache goes back to the managers now (FastMM_ProcessAllPendingFrees, debug
+ * mode's entry, FastMM_SetArenaCounts); other threads' at their next call. */
+void fm5_thread_cache_flush_current(void);
+/* Every cache must be flushed before its next use: the epoch moves on (keeping its parity). */
+void fm5_thread_cache_request_flush(void);
+/* Flushes the caches of threads that ended without their exit call (TerminateThread). */
+void fm5_thread_cache_flush_ended_threads(void);
+
+/* Why caches are not used: each reason is a bit; the epoch is odd only while none is set. */
+enum {
+    FM5_CACHE_OFF_BY_SETTING = 1,   /* FastMM_SetThreadCaches(0) */
+    FM5_CACHE_OFF_IN_DEBUG_MODE = 2,
+    FM5_CACHE_OFF_NO_THREAD_SLOT = 4
+};
+void fm5_thread_cache_hold(unsigned reason, int held);
+/* FastMM_SetThreadCaches: returns the previous setting. */
+int fm5_thread_cache_set_enabled(int enabled);
+int fm5_thread_cache_enabled(void);
+/* Bytes in every cache now (a snapshot: the owners keep changing theirs), and the number of live
+ * caches. */
+size_t fm5_thread_cache_bytes(unsigned *caches);
+
+void fm5_thread_cache_initialize(void);
+void fm5_thread_cache_shut_down(void);
+
+#endif
