@@ -63,6 +63,8 @@ _Static_assert(sizeof fm5_thread_cache_epoch == 4 && sizeof(((fm5_thread_cache *
                "asm/ compares the cache epochs and adds to a cache's byte room as dwords");
 _Static_assert(sizeof(((fm5_thread_cache_bin *)0)->room) == 2 && sizeof(((fm5_thread_cache_bin *)0)->block_size) == 2,
                "asm/ counts a bin's room and reads its block size as words");
+_Static_assert(offsetof(fm5_thread_cache_bin, zero) == offsetof(fm5_thread_cache_bin, limit) + 2,
+               "asm/ compares a bin's room with its limit and the zero word after it as one dword");
 _Static_assert(sizeof(((fm5_small_manager *)0)->gate.row_index) == 4, "asm/ reads a manager's class slot as a dword");
 #ifdef FM5_WINDOWS
 _Static_assert(sizeof fm5_os_thread_slot_offset == FM5_POINTER_SIZE, "asm/ reads the TEB offset of the thread slot as a pointer");
@@ -127,6 +129,7 @@ void fm5_layout_constants(void)
     EMIT(CACHE_BIN_FIRST, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, first));
     EMIT(CACHE_BIN_ROOM, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, room));
     EMIT(CACHE_BIN_BLOCK_SIZE, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, block_size));
+    EMIT(CACHE_BIN_LIMIT, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, limit));
 
     /* Arena affinity's records (blocks/arena_affinity.h) and the TEB fields its key mixes (base/os.h). */
     EMIT(AFFINITY_SLOT_SHIFT, __builtin_ctz(sizeof(fm5_affinity_slot)));

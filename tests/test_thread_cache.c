@@ -14,6 +14,8 @@
  *   - 2, 8, 32 and 64 threads hand blocks to each other (every block freed by another thread than the
  *     one that allocated it goes into the freeing thread's cache): every pattern intact, no block
  *     handed out twice, the baseline back after the threads end;
+ *   - no false sharing (cache_scratch's case): a thread that frees a block another thread allocated
+ *     next to one it keeps, and allocates the same size, gets a block on no line of the kept block;
  *   - two threads freeing one block at the same moment: exactly one succeeds, the other gets -1 and an
  *     event, and no block is then handed out twice (the free claims the block by compare-and-swap);
  *   - debug mode's entry flushes the caller's cache at once and every other thread's at its next call,
@@ -373,6 +375,65 @@ static void double_free_race(void)
     CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree) + tu_events_count(FastMM_EventInvalidFree), RACE_ROUNDS);
 }
 
+/* ---- no false sharing ----------------------------------------------------------------------------- */
+
+/* cache_scratch's case: a thread frees a block that another thread allocated next to one it keeps
+ * writing, then allocates the same size. */
+static void *volatile sharing_freed;
+static void *volatile sharing_got;
+
+static void free_then_allocate(void *argument)
+{
+    (void)argument;
+    FastMM_FreeMem(sharing_freed);
+    sharing_got = FastMM_GetMem(1);
+}
+
+static int lines_overlap(const void *a, size_t a_size, const void *b, size_t b_size)
+{
+    uintptr_t a_first = (uintptr_t)a / 64, a_last = ((uintptr_t)a + a_size - 1) / 64;
+    uintptr_t b_first = (uintptr_t)b / 64, b_last = ((uintptr_t)b + b_size - 1) / 64;
+    return a_first <= b_last && b_first <= a_last;
+}
+
+static void no_false_sharing(void)
+{
+    SECTION("a block freed by another thread is not handed out on a line a live block shares");
+    enum { BLOCKS = 64, ROUNDS = 20 };
+    unsigned shared = 0, rounds = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        void *blocks[BLOCKS];
+        for (int i = 0; i < BLOCKS; i++)
+            blocks[i] = FastMM_GetMem(1);
+        /* Two of them on one line: the first goes to the other thread, the second stays in use. */
+        int k = -1;
+        for (int i = 0; i < BLOCKS && k < 0; i++)
+            for (int j = 0; j < BLOCKS && k < 0; j++)
+                if (i != j && lines_overlap(blocks[i], 1, blocks[j], 1))
+                    k = i, sharing_freed = blocks[i], blocks[i] = blocks[j], blocks[j] = NULL;
+        if (k < 0) {
+            tu_info("no two blocks on one line in round %d", round);
+            for (int i = 0; i < BLOCKS; i++)
+                FastMM_FreeMem(blocks[i]);
+            continue;
+        }
+        void *kept = blocks[k];
+        tu_thread thread = tu_thread_start(free_then_allocate, NULL, 0);
+        CHECK(thread != NULL && tu_thread_join(thread, JOIN_TIMEOUT_MS));
+        rounds++;
+        size_t got_size = FastMM_BlockMaximumUserBytes(sharing_got);
+        if (lines_overlap(sharing_got, got_size, kept, FastMM_BlockMaximumUserBytes(kept)) && shared < 3)
+            tu_info("round %d: freed %p kept %p got %p", round, sharing_freed, kept, sharing_got);
+        shared += lines_overlap(sharing_got, got_size, kept, FastMM_BlockMaximumUserBytes(kept));
+        FastMM_FreeMem(sharing_got);
+        for (int i = 0; i < BLOCKS; i++)
+            if (blocks[i])
+                FastMM_FreeMem(blocks[i]);
+    }
+    CHECK(rounds > 0);
+    CHECK_MSG(shared == 0, "%u of %u rounds handed out a block on the kept block's line", shared, rounds);
+}
+
 /* ---- flushes -------------------------------------------------------------------------------------- */
 
 /* A worker that fills its cache, or frees one block it is given, when told to: this thread measures
@@ -557,6 +618,7 @@ int main(void)
     handover(32, baseline_bytes, baseline_blocks);
     handover(64, baseline_bytes, baseline_blocks);
     double_free_race();
+    no_false_sharing();
     flushes(baseline_bytes, baseline_blocks);
 #ifdef _WIN32
     terminated_thread(baseline_bytes, baseline_blocks);

@@ -164,10 +164,10 @@ static void *reuse_locked(fm5_small_manager *manager)
         add_in_use(span, 1);
         if (!span->first_free_block)
             fm5_ring_remove(&span->partially_free);
-        volatile uint16_t *status = fm5_status_word(user);
-        if (!(*status & FM5_STATUS_HAS_DEBUG_INFO) ||
+        /* Whole loads and stores: a thread cache's fill may be reading the word (its line test). */
+        if (!(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO) ||
             fm5_recycling_may_reuse(user, (size_t)manager->block_size - FM5_SMALL_HEADER_SIZE, 1)) {
-            *status &= (uint16_t)~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO);
+            fm5_status_store(user, fm5_status_load(user) & ~(FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO));
             return user;
         }
         /* A corrupted freed debug block is quarantined: counted in use, on no free chain, still marked
@@ -265,6 +265,7 @@ void *fm5_small_get_mem(size_t size)
 typedef struct batch_request {
     unsigned slot;
     unsigned want;
+    int fresh_only;    /* the feed and new spans only */
     char *rest;
 } batch_request;
 
@@ -343,7 +344,7 @@ static void *batch_first_pass(void *arena, void *context, int *final)
     (void)final;
     fm5_small_manager *manager = arena;
     batch_request *request = context;
-    if (!fm5_lock_is_held(&manager->gate.locked) && may_have_free_block(manager) &&
+    if (!request->fresh_only && !fm5_lock_is_held(&manager->gate.locked) && may_have_free_block(manager) &&
         fm5_try_lock(&manager->gate.locked)) {
         void *user = reuse_batch_locked(manager, request);
         fm5_unlock(&manager->gate.locked);
@@ -359,7 +360,7 @@ static void *batch_second_pass(void *arena, void *context, int *final)
     batch_request *request = context;
     if (!fm5_try_lock(&manager->gate.locked))
         return NULL;
-    void *user = reuse_batch_locked(manager, request);
+    void *user = request->fresh_only ? NULL : reuse_batch_locked(manager, request);
     if (!user)
         user = feed_batch(manager, request, request->want);
     if (!user) {
@@ -378,17 +379,38 @@ static unsigned batch_after_contention(void *context)
     return fm5_affinity_after_contention(((const batch_request *)context)->slot);
 }
 
-void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest)
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int fresh_only)
 {
     fm5_small_manager *first = &fm5_small_managers[0][class_slot];
     unsigned start = FM5_UNLIKELY(__atomic_load_n(&first->affinity_active, __ATOMIC_RELAXED))
                          ? fm5_affinity_first_arena(class_slot) : 0;
-    batch_request request = { class_slot, want ? want : 1, NULL };
+    batch_request request = { class_slot, want ? want : 1, fresh_only, NULL };
     void *user = fm5_arena_allocate(first, sizeof fm5_small_managers[0], fm5_small_arena_count, start,
                                     batch_first_pass, batch_second_pass, batch_after_contention, &request,
                                     &fm5_small_contention_count);
     *rest = request.rest;
     return user;
+}
+
+int fm5_small_lines_are_quiet(const void *user)
+{
+    fm5_small_span *span = fm5_small_span_of(user, fm5_status_load(user));
+    uint32_t block_size = span->manager->block_size;
+    /* Blocks as their owners write them: from the status word to the next block's. */
+    uintptr_t blocks = (uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
+    uintptr_t start = (uintptr_t)user - FM5_SMALL_HEADER_SIZE;
+    uintptr_t line_mask = FM5_CACHE_LINE - 1;
+    uintptr_t first_line = start & ~line_mask, last_byte = (start + block_size - 1) | line_mask;
+    uint32_t own = (uint32_t)((start - blocks) / block_size);
+    uint32_t first = first_line > blocks ? (uint32_t)((first_line - blocks) / block_size) : 0;
+    uint32_t last = (uint32_t)((last_byte - blocks) / block_size);
+    if (last >= span->total_blocks)
+        last = span->total_blocks - 1;
+    for (uint32_t i = first; i <= last; i++)
+        if (i != own && !(fm5_status_load((const char *)blocks + (uintptr_t)i * block_size + FM5_SMALL_HEADER_SIZE) &
+                          FM5_STATUS_FREE))
+            return 0;
+    return 1;
 }
 
 void fm5_small_release_cached(void *chain)

@@ -107,7 +107,11 @@ int fm5_small_process_pending_frees(int wait);
 /* For the thread caches (blocks/thread_cache.h): up to `want` blocks of class slot `class_slot` in one
  * pass over the arenas (one lock or one feed compare-and-swap): returns the first, allocated, or NULL
  * when the OS refused memory, and chains the others on *rest, each marked free and counted in use. */
-void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest);
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int fresh_only);
+/* Whether no block in use shares a 64-byte line with the small block `user` (a hint, read without the
+ * lock): a thread that writes it then shares its lines with nobody. `fresh_only` above takes blocks
+ * from the sequential feed and new spans only, whose lines nobody has used. */
+int fm5_small_lines_are_quiet(const void *user);
 /* Gives cached blocks (chained through their first word, each marked free and counted in use) back
  * to their spans, one lock per run of blocks of one manager; a busy manager gets them queued. */
 void fm5_small_release_cached(void *chain);

@@ -94,11 +94,13 @@ static fm5_thread_cache *adopt_record(void)
         return NULL;
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
         FM5_ASSERT(cache->bins[s].first == NULL);
-        cache->bins[s].room = fm5_thread_cache_bin_limit[s];
+        cache->bins[s].room = cache->bins[s].limit = fm5_thread_cache_bin_limit[s];
+        cache->bins[s].zero = 0;
         cache->bins[s].block_size = fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0;
     }
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
     cache->epoch = 0;
+    cache->filled = 0;
     cache->thread_id = fm5_os_thread_id();
     cache->thread_handle = fm5_os_thread_handle_open();
     fm5_os_thread_slot_set(cache, 1);
@@ -166,6 +168,63 @@ static fm5_thread_cache *settled_cache(void)
 
 /* ---- the slow paths ----------------------------------------------------------------------------- */
 
+/* How far into a fill to look for a block whose lines no live block shares. */
+#define QUIET_SEARCH 8
+
+/* Makes *user a block with quiet lines (fm5_small_lines_are_quiet) if one of the first `depth` blocks
+ * of *rest is: the two change places. Returns 0 when none is. */
+static int pick_quiet(void **user, void **rest, unsigned depth)
+{
+    if (fm5_small_lines_are_quiet(*user))
+        return 1;
+    void **link = rest;
+    for (unsigned n = 0; n < depth && *link; n++, link = (void **)*link) {
+        void *candidate = *link;
+        if (fm5_small_lines_are_quiet(candidate)) {
+            *link = *(void **)candidate;
+            *(void **)*user = *link;
+            *link = *user;
+            fm5_status_store(*user, fm5_status_load(*user) | FM5_STATUS_FREE);
+            fm5_status_store(candidate, fm5_status_load(candidate) & ~FM5_STATUS_FREE);
+            *user = candidate;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The fill's first block shares a line with a live block (of another thread, as likely as not: a
+ * block reused from a span's free chain next to blocks still in use): the thread would write next
+ * to it for as long as it keeps the block (false sharing, cache_scratch's case). One of the next few
+ * blocks of the fill that has quiet lines is handed out instead; failing that, on the bin's first fill
+ * only, the lowest of a few fresh blocks from the sequential feed (unfed blocks below it, the thread's
+ * own above), a line's worth and one more. Later fills keep what they found: a thread that has blocks
+ * of its own in the class frees and reuses those, and fresh blocks at every fill that meets live
+ * neighbours grew the heap (larson's commit doubled, raw_perf_8 lost 30 %). The reused blocks stay
+ * cached but the first, which goes back to its span; the caller trims the chain to the bin's room. */
+static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest, int first_fill)
+{
+    if (pick_quiet(&user, rest, QUIET_SEARCH) || !first_fill)
+        return user;
+    unsigned fresh_want = FM5_CACHE_LINE / fm5_small_managers[0][class_slot].block_size + 2;
+    void *fresh_rest;
+    void *fresh = fm5_small_get_batch(class_slot, fresh_want, &fresh_rest, 1);
+    if (!fresh)
+        return user;
+    fm5_status_store(user, fm5_status_load(user) | FM5_STATUS_FREE);
+    *(void **)user = NULL;
+    fm5_small_release_cached(user);
+    pick_quiet(&fresh, &fresh_rest, fresh_want);
+    if (fresh_rest) {
+        void **tail = &fresh_rest;
+        while (*tail)
+            tail = (void **)*tail;
+        *tail = *rest;
+        *rest = fresh_rest;
+    }
+    return fresh;
+}
+
 void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
 {
     fm5_thread_cache *cache = settled_cache();
@@ -185,10 +244,21 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
     if (want > affordable + 1)
         want = affordable + 1;
     void *rest;
-    void *user = fm5_small_get_batch(class_slot, want, &rest);
+    void *user = fm5_small_get_batch(class_slot, want, &rest, 0);
+    uint64_t bit = (uint64_t)1 << class_slot;
+    if (user && !fm5_small_lines_are_quiet(user))
+        user = quiet_block_of_fill(class_slot, user, &rest, !(cache->filled & bit));
+    cache->filled |= bit;
     unsigned cached = 0;
-    for (void *block = rest; block; block = *(void **)block)
+    void **link = &rest;
+    while (*link && cached < bin->room) {
+        link = (void **)*link;
         cached++;
+    }
+    if (*link) {
+        fm5_small_release_cached(*link);
+        *link = NULL;
+    }
     bin->first = rest;
     bin->room = (uint16_t)(bin->room - cached);
     fm5_thread_cache_add_byte_room(cache, -(int32_t)(cached * bin->block_size));
@@ -200,17 +270,20 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     fm5_thread_cache *cache = settled_cache();
     if (!cache)
         return fm5_small_free(user, span);
-    fm5_small_manager *manager = span->manager;
-    unsigned slot = manager->gate.row_index;
+    unsigned slot = span->manager->gate.row_index;
     fm5_thread_cache_bin *bin = &cache->bins[slot];
-    if (bin->block_size) {
-        if (bin->room == 0)
-            trim_bin(cache, slot, fm5_thread_cache_bin_limit[slot] / 2);
-        if (cache->byte_room < bin->block_size)
-            trim_every_bin(cache);
-    }
-    /* Settled and with room: the inline path now takes it (or gives it to the managers). */
-    return fm5_thread_cache_free(user, span);
+    if (!bin->block_size || fm5_thread_cache_span_is_sparse(span))
+        return fm5_small_free(user, span);
+    if (bin->room == 0)
+        trim_bin(cache, slot, bin->limit / 2);
+    if (cache->byte_room < bin->block_size)
+        trim_every_bin(cache);
+    /* An empty bin that was never filled hands this block out as the thread's first of the class: not
+     * if a live block may share its lines (false sharing: cache_scratch's case, a block handed over by
+     * the thread that allocated it next to one it keeps). */
+    if (bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << slot)) && !fm5_small_lines_are_quiet(user))
+        return fm5_small_free(user, span);
+    return fm5_thread_cache_push(cache, bin, user, span);
 }
 
 /* ---- settings and requests ---------------------------------------------------------------------- */
