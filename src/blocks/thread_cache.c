@@ -195,16 +195,17 @@ static int pick_quiet(void **user, void **rest, unsigned depth)
 
 /* The fill's first block shares a line with a live block (of another thread, as likely as not: a
  * block reused from a span's free chain next to blocks still in use): the thread would write next
- * to it for as long as it keeps the block (false sharing, cache_scratch's case). One of the next few
- * blocks of the fill that has quiet lines is handed out instead; failing that, on the bin's first fill
- * only, the lowest of a few fresh blocks from the sequential feed (unfed blocks below it, the thread's
- * own above), a line's worth and one more. Later fills keep what they found: a thread that has blocks
- * of its own in the class frees and reuses those, and fresh blocks at every fill that meets live
- * neighbours grew the heap (larson's commit doubled, raw_perf_8 lost 30 %). The reused blocks stay
- * cached but the first, which goes back to its span; the caller trims the chain to the bin's room. */
-static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest, int first_fill)
+ * to it for as long as it keeps the block (false sharing, cache_scratch's case). On the bin's first
+ * fill only, one of the next few blocks of the fill that has quiet lines is handed out instead, or,
+ * failing that, the lowest of a few fresh blocks from the sequential feed (unfed blocks below it, the
+ * thread's own above), a line's worth and one more. Later fills keep what they found: a thread that
+ * has blocks of its own in the class frees and reuses those; fresh blocks at every fill that met live
+ * neighbours grew the heap (larson's commit doubled, raw_perf_8 lost 30 %), and the line test at
+ * every fill cost glibc_simple 17 %. The reused blocks stay cached but the first, which goes back to
+ * its span; the caller trims the chain to the bin's room. */
+static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest)
 {
-    if (pick_quiet(&user, rest, QUIET_SEARCH) || !first_fill)
+    if (pick_quiet(&user, rest, QUIET_SEARCH))
         return user;
     unsigned fresh_want = FM5_CACHE_LINE / fm5_small_managers[0][class_slot].block_size + 2;
     void *fresh_rest;
@@ -246,8 +247,8 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
     void *rest;
     void *user = fm5_small_get_batch(class_slot, want, &rest, 0);
     uint64_t bit = (uint64_t)1 << class_slot;
-    if (user && !fm5_small_lines_are_quiet(user))
-        user = quiet_block_of_fill(class_slot, user, &rest, !(cache->filled & bit));
+    if (user && !(cache->filled & bit) && !fm5_small_lines_are_quiet(user))
+        user = quiet_block_of_fill(class_slot, user, &rest);
     cache->filled |= bit;
     unsigned cached = 0;
     void **link = &rest;
