@@ -52,28 +52,44 @@ FM5_INLINE uint32_t add_in_use(fm5_small_span *span, int32_t change)
 
 /* ---- sequential feed -------------------------------------------------------------------------- */
 
-static void *feed(fm5_small_manager *manager)
+/* Claims up to `want` blocks below the feed offset with one compare-and-swap: returns how many (0 when
+ * the feed is used up), the span and the offset the claim went down from. */
+static uint32_t claim_from_feed(fm5_small_manager *manager, uint32_t want, fm5_small_span **span_out, uint32_t *top)
 {
     for (;;) {
         uint64_t current = fm5_load_u64(&manager->feed);
         uint32_t offset = (uint32_t)current;
         if (offset <= FM5_SMALL_SPAN_HEADER_SIZE)
-            return NULL;
+            return 0;
         /* May be stale or NULL (the span was retired meanwhile): the compare-and-swap below then fails,
          * because every change of the feed span moves the counter's generation. */
         fm5_small_span *span = __atomic_load_n(&manager->feed_span, __ATOMIC_ACQUIRE);
-        uint32_t next_offset = offset - manager->block_size;
+        uint32_t block_size = manager->block_size;
+        uint32_t available = (offset - FM5_SMALL_SPAN_HEADER_SIZE) / block_size;
+        uint32_t count = want < available ? want : available;
+        uint32_t next_offset = offset - count * block_size;
         uint64_t next = (((current >> 32) + 1) << 32) | next_offset;
         if (fm5_cas_u64(&manager->feed, current, next)) {
             FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
-            char *user = block_at(span, next_offset);
-            FM5_ASSERT(fm5_status_load(user) == (status_for(span, user) | FM5_STATUS_FREE));
-            /* A walk under the lock may be reading it: one whole load and store (the asm clears the
-             * same bit). */
-            fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
-            return user;
+            *span_out = span;
+            *top = offset;
+            return count;
         }
     }
+}
+
+static void *feed(fm5_small_manager *manager)
+{
+    fm5_small_span *span;
+    uint32_t top;
+    if (!claim_from_feed(manager, 1, &span, &top))
+        return NULL;
+    char *user = block_at(span, top - manager->block_size);
+    FM5_ASSERT(fm5_status_load(user) == (status_for(span, user) | FM5_STATUS_FREE));
+    /* A walk under the lock may be reading it: one whole load and store (the asm clears the same
+     * bit). */
+    fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
+    return user;
 }
 
 static void start_feed(fm5_small_manager *manager, fm5_small_span *span, uint32_t last_offset)
@@ -309,34 +325,25 @@ static void *reuse_batch_locked(fm5_small_manager *manager, batch_request *reque
     return first;
 }
 
-/* Lock-free: up to the request from the feed, with one compare-and-swap (feed()'s argument), the
- * blocks just below the feed offset, handed out from the top down as feed() would. */
+/* Lock-free: up to the request from the feed (claim_from_feed), handed out from the top down as feed()
+ * would. */
 static void *feed_batch(fm5_small_manager *manager, batch_request *request, unsigned want)
 {
-    for (;;) {
-        uint64_t current = fm5_load_u64(&manager->feed);
-        uint32_t offset = (uint32_t)current;
-        if (offset <= FM5_SMALL_SPAN_HEADER_SIZE)
-            return NULL;
-        fm5_small_span *span = __atomic_load_n(&manager->feed_span, __ATOMIC_ACQUIRE);
-        uint32_t block_size = manager->block_size;
-        uint32_t available = (offset - FM5_SMALL_SPAN_HEADER_SIZE) / block_size;
-        uint32_t count = want < available ? want : available;
-        uint32_t next_offset = offset - count * block_size;
-        uint64_t next = (((current >> 32) + 1) << 32) | next_offset;
-        if (fm5_cas_u64(&manager->feed, current, next)) {
-            FM5_ASSERT(span && span->manager == manager && next_offset >= FM5_SMALL_SPAN_HEADER_SIZE);
-            /* Fed blocks are marked free already: the cached ones keep the mark. */
-            for (uint32_t i = count; i >= 2; i--) {
-                char *user = block_at(span, offset - i * block_size);
-                *(char **)user = request->rest;
-                request->rest = user;
-            }
-            char *user = block_at(span, offset - block_size);
-            fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
-            return user;
-        }
+    fm5_small_span *span;
+    uint32_t top;
+    uint32_t count = claim_from_feed(manager, want, &span, &top);
+    if (!count)
+        return NULL;
+    uint32_t block_size = manager->block_size;
+    /* Fed blocks are marked free already: the cached ones keep the mark. */
+    for (uint32_t i = count; i >= 2; i--) {
+        char *user = block_at(span, top - i * block_size);
+        *(char **)user = request->rest;
+        request->rest = user;
     }
+    char *user = block_at(span, top - block_size);
+    fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
+    return user;
 }
 
 static void *batch_first_pass(void *arena, void *context, int *final)
