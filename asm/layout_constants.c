@@ -63,6 +63,8 @@ _Static_assert(sizeof fm5_thread_cache_epoch == 4 && sizeof(((fm5_thread_cache *
                "asm/ compares the cache epochs and adds to a cache's byte room as dwords");
 _Static_assert(sizeof(((fm5_thread_cache_bin *)0)->room) == 2 && sizeof(((fm5_thread_cache_bin *)0)->block_size) == 2,
                "asm/ counts a bin's room and reads its block size as words");
+_Static_assert(sizeof(((fm5_thread_cache *)0)->filled) == 8,
+               "asm/ tests a class's bit of a cache's filled mask as a bit string from its address");
 _Static_assert(offsetof(fm5_thread_cache_bin, zero) == offsetof(fm5_thread_cache_bin, limit) + 2,
                "asm/ compares a bin's room with its limit and the zero word after it as one dword");
 _Static_assert(sizeof(((fm5_small_manager *)0)->gate.row_index) == 4, "asm/ reads a manager's class slot as a dword");
@@ -129,6 +131,7 @@ void fm5_layout_constants(void)
     EMIT(CACHE_BIN_FIRST, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, first));
     EMIT(CACHE_BIN_ROOM, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, room));
     EMIT(CACHE_BIN_BLOCK_SIZE, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, block_size));
+    EMIT(CACHE_FILLED, offsetof(fm5_thread_cache, filled));
     EMIT(CACHE_BIN_LIMIT, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, limit));
 
     /* Arena affinity's records (blocks/arena_affinity.h) and the TEB fields its key mixes (base/os.h). */
