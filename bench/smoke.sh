@@ -10,7 +10,8 @@
 # threads, 2026-12-01), so the smoke leaves those to bench/run.py, which reports a failed sample. A
 # peer's run that fails is tried once more (the peers are not ours to fix; a second failure fails the
 # test); without the folder, only fm5 and the Windows heaps. The multithreaded workloads run
-# fm5-affinity too (fm5 with adaptive small-block arena affinity switched on).
+# fm5-affinity (fm5 with adaptive small-block arena affinity switched on) and fm5-nocache (fm5 with
+# its thread caches switched off) too.
 # Usage: smoke.sh BUILD_DIR WINE_RUN FM5BENCH.exe [PEERS_DIR BITS]
 # (dash's echo reads the backslashes of a DLL path as escapes: specs are printed with printf)
 set -u
@@ -81,8 +82,9 @@ summary=$(echo "$list" | while read -r name category threads; do
     case $name in echo_server_1|echo_server_10) ;; echo_server_*) continue ;; esac
     if [ "$category" != debug ]; then
         set -- $allocators
-        # mimalloc on one thread; fm5 with arena affinity (an fm5bench spec of its own) on several.
-        if [ "$threads" = 1 ]; then [ -z "${mimalloc:-}" ] || set -- "$@" "$mimalloc"; else set -- "$@" fm5-affinity; fi
+        # mimalloc on one thread; fm5 with arena affinity and fm5 without thread caches (fm5bench
+        # specs of their own) on several.
+        if [ "$threads" = 1 ]; then [ -z "${mimalloc:-}" ] || set -- "$@" "$mimalloc"; else set -- "$@" fm5-affinity fm5-nocache; fi
     else
         case $name in *_d20|xml_debug) set -- $debug_allocators ;; *) set -- fm5 ;; esac
     fi
