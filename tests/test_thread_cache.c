@@ -8,7 +8,10 @@
  *     nearly empty span goes to the managers instead): FreeMem of it again fails with a double-free
  *     event, ReallocMem and the size query fail, the walk calls it free, the leak report and the
  *     allocated bytes leave it out; the next allocation of its class returns the newest cached block;
- *   - the bounds: after 6,000 frees of 12 classes in one thread, the thread holds at most 64 KB;
+ *   - the bounds: after 6,000 frees of 12 classes in one thread, the thread holds no more than the
+ *     bins' start limits allow; bursts of 1,000 blocks allocated then freed grow their bin until the
+ *     cache holds at least half a burst (a start bin holds 64 blocks), within 128 KB, and the next
+ *     burst takes them back; bursts in 10 classes leave the thread within its 1 MB;
  *   - a thread's exit gives its cache back, even a full one: the cache count and the bytes fall back,
  *     and the used blocks and allocated bytes are at the baseline;
  *   - 2, 8, 32 and 64 threads hand blocks to each other (every block freed by another thread than the
@@ -31,8 +34,11 @@
 #endif
 
 #define SEED 0x7CAC4Eull
-/* The bounds of src/blocks/thread_cache.h, as fm5.h states them. */
-#define CACHE_BYTES_PER_THREAD 65536u
+/* The bounds of src/blocks/thread_cache.h, as fm5.h states them: a bin starts at 8 KB (at least 16
+ * blocks), grows to 128 KB at most, and a thread holds at most 1 MB. */
+#define START_BIN_BYTES 8192u
+#define GROWN_BIN_BYTES 131072u
+#define CACHE_BYTES_PER_THREAD 1048576u
 #define JOIN_TIMEOUT_MS 120000
 
 static size_t cache_bytes(unsigned *caches)
@@ -139,24 +145,86 @@ static void own_cache(size_t baseline_bytes, size_t baseline_blocks, size_t base
 
 /* ---- the bounds ----------------------------------------------------------------------------------- */
 
+/* A bin's start holds at most max(8 KB, 16 blocks): a block of a class is at most its size plus 32. */
+static size_t start_bin_bytes(size_t size)
+{
+    size_t sixteen = 16 * (size + 32);
+    return sixteen > START_BIN_BYTES ? sixteen : START_BIN_BYTES;
+}
+
+/* `rounds` times: `count` blocks of `size` allocated, then freed in order (glibc_simple's shape). */
+static void bursts(size_t size, unsigned count, unsigned rounds, void **blocks)
+{
+    for (unsigned r = 0; r < rounds; r++) {
+        for (unsigned i = 0; i < count; i++) {
+            blocks[i] = FastMM_GetMem(size);
+            if (!CHECK(blocks[i] != NULL))
+                return;
+            *(volatile char *)blocks[i] = (char)i;
+        }
+        for (unsigned i = 0; i < count; i++)
+            CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
+    }
+}
+
 static void bounds(void)
 {
-    SECTION("the bounds: at most 64 KB per thread");
+    SECTION("the bounds: a bin's start, its growth, the thread's bytes");
     enum { PER_CLASS = 500, CLASSES = 12 };
     static const size_t sizes[CLASSES] = { 1, 16, 24, 40, 64, 100, 128, 200, 256, 400, 600, 1000 };
     static void *blocks[PER_CLASS * CLASSES];
-    size_t n = 0;
-    for (int c = 0; c < CLASSES; c++)
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    /* Allocated, then freed: every bin fills and trims, none empties after a trim, so none grows. */
+    size_t n = 0, start_bound = 0;
+    for (int c = 0; c < CLASSES; c++) {
+        start_bound += start_bin_bytes(sizes[c]);
         for (int i = 0; i < PER_CLASS; i++)
             if ((blocks[n] = FastMM_GetMem(sizes[c])) != NULL)
                 n++;
+    }
     CHECK_EQ_SIZE(n, (size_t)PER_CLASS * CLASSES);
     for (size_t i = 0; i < n; i++)
         CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
     size_t bytes = cache_bytes(NULL);
-    tu_info("after %zu frees of %d classes the thread caches %zu bytes", n, CLASSES, bytes);
+    tu_info("after %zu frees of %d classes the thread caches %zu bytes (bins' start: %zu)", n, CLASSES, bytes,
+            start_bound);
     CHECK(bytes > 0);
+    CHECK_MSG(bytes <= start_bound, "%zu cached bytes", bytes);
+
+    /* Bursts larger than a bin grow it until one holds the burst: 1,000 blocks of 32 bytes (a bin of
+     * the class starts at 64 blocks, 3 KB), with keepers so that the spans stay well used. */
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    enum { KEEPERS = 2000, BURST = 1000, BURST_SIZE = 32 };
+    static void *keepers[KEEPERS];
+    for (int i = 0; i < KEEPERS; i++)
+        keepers[i] = FastMM_GetMem(BURST_SIZE);
+    bursts(BURST_SIZE, BURST, 12, blocks);
+    bytes = cache_bytes(NULL);
+    tu_info("after bursts of %d blocks of %d bytes the thread caches %zu bytes", BURST, BURST_SIZE, bytes);
+    CHECK_MSG(bytes >= (size_t)BURST * BURST_SIZE / 2, "the bin did not grow: %zu cached bytes", bytes);
+    CHECK_MSG(bytes <= GROWN_BIN_BYTES, "%zu cached bytes", bytes);
+    /* The burst's blocks come back from the cache: the same addresses, none twice. */
+    void *first[BURST];
+    for (int i = 0; i < BURST; i++)
+        first[i] = FastMM_GetMem(BURST_SIZE);
+    CHECK_EQ_SIZE(tu_count_duplicates(first, BURST), 0);
+    CHECK_MSG(cache_bytes(NULL) < bytes / 4, "%zu bytes still cached", cache_bytes(NULL));
+    for (int i = 0; i < BURST; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(first[i]), 0);
+    for (int i = 0; i < KEEPERS; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(keepers[i]), 0);
+
+    /* Bursts of 10 classes that would each grow to 128 KB: the thread stays within its bytes. */
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    static const size_t big[10] = { 200, 300, 400, 500, 600, 700, 800, 900, 1000, 1500 };
+    for (int round = 0; round < 6; round++)
+        for (int c = 0; c < 10; c++)
+            bursts(big[c], (unsigned)(GROWN_BIN_BYTES / big[c]), 1, blocks);
+    bytes = cache_bytes(NULL);
+    tu_info("after bursts of 10 classes the thread caches %zu bytes", bytes);
     CHECK_MSG(bytes <= CACHE_BYTES_PER_THREAD, "%zu cached bytes", bytes);
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
 }
 
 /* ---- thread exit ---------------------------------------------------------------------------------- */

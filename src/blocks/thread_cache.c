@@ -7,6 +7,7 @@
 
 volatile uint32_t fm5_thread_cache_epoch;
 uint16_t fm5_thread_cache_bin_limit[FM5_SMALL_CLASS_COUNT];
+uint16_t fm5_thread_cache_grown_limit[FM5_SMALL_CLASS_COUNT];
 
 /* Guards the record list, the pool, every record's state and the off reasons. */
 static fm5_lock record_lock;
@@ -28,10 +29,12 @@ static void flush_record(fm5_thread_cache *cache)
         fm5_thread_cache_bin *bin = &cache->bins[s];
         void *chain = bin->first;
         bin->first = NULL;
-        bin->room = fm5_thread_cache_bin_limit[s];
+        bin->room = bin->limit = fm5_thread_cache_bin_limit[s];
         if (chain)
             fm5_small_release_cached(chain);
     }
+    cache->trimmed = 0;
+    cache->grown_bytes = 0;
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
 }
 
@@ -40,7 +43,7 @@ static void flush_record(fm5_thread_cache *cache)
 static void trim_bin(fm5_thread_cache *cache, unsigned slot, unsigned keep)
 {
     fm5_thread_cache_bin *bin = &cache->bins[slot];
-    unsigned held = fm5_thread_cache_bin_limit[slot] - bin->room;
+    unsigned held = (unsigned)bin->limit - bin->room;
     if (held <= keep)
         return;
     void **link = &bin->first;
@@ -57,7 +60,24 @@ static void trim_bin(fm5_thread_cache *cache, unsigned slot, unsigned keep)
 static void trim_every_bin(fm5_thread_cache *cache)
 {
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++)
-        trim_bin(cache, s, (fm5_thread_cache_bin_limit[s] - cache->bins[s].room) / 2);
+        trim_bin(cache, s, ((unsigned)cache->bins[s].limit - cache->bins[s].room) / 2);
+}
+
+/* At the fill of an empty bin that gave blocks back since its last fill: its limit doubles, within
+ * the class's grown limit and the thread's growth bytes. */
+static void grow_bin(fm5_thread_cache *cache, unsigned slot)
+{
+    fm5_thread_cache_bin *bin = &cache->bins[slot];
+    unsigned limit = 2u * bin->limit;
+    if (limit > fm5_thread_cache_grown_limit[slot])
+        limit = fm5_thread_cache_grown_limit[slot];
+    unsigned affordable = (FM5_THREAD_CACHE_GROWTH_BYTES - cache->grown_bytes) / bin->block_size;
+    if (limit > bin->limit + affordable)
+        limit = bin->limit + affordable;
+    cache->grown_bytes += (limit - bin->limit) * bin->block_size;
+    bin->room = (uint16_t)(bin->room + limit - bin->limit);
+    bin->limit = (uint16_t)limit;
+    FM5_ASSERT(bin->room <= bin->limit && cache->grown_bytes <= FM5_THREAD_CACHE_GROWTH_BYTES);
 }
 
 /* ---- records ------------------------------------------------------------------------------------ */
@@ -101,7 +121,8 @@ static fm5_thread_cache *adopt_record(void)
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
     cache->epoch = 0;
     cache->filled = 0;
-    cache->thread_id = fm5_os_thread_id();
+    cache->trimmed = 0;
+    cache->grown_bytes = 0;
     cache->thread_handle = fm5_os_thread_handle_open();
     fm5_os_thread_slot_set(cache, 1);
     return cache;
@@ -236,9 +257,14 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
         return fm5_thread_cache_get_mem(size);
     if (!bin->block_size)
         return fm5_small_get_mem(size);
+    uint64_t bit = (uint64_t)1 << class_slot;
+    if (cache->trimmed & bit) {
+        cache->trimmed &= ~bit;
+        grow_bin(cache, class_slot);
+    }
     /* Half the bin's limit and within the thread's bytes: the next GetMem calls of the class, and
      * room left for the frees that follow them. */
-    unsigned want = 1 + fm5_thread_cache_bin_limit[class_slot] / 2;
+    unsigned want = 1 + bin->limit / 2u;
     if (want > bin->room)
         want = bin->room;
     unsigned affordable = cache->byte_room / bin->block_size;
@@ -246,7 +272,6 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
         want = affordable + 1;
     void *rest;
     void *user = fm5_small_get_batch(class_slot, want, &rest, 0);
-    uint64_t bit = (uint64_t)1 << class_slot;
     if (user && !(cache->filled & bit) && !fm5_small_lines_are_quiet(user))
         user = quiet_block_of_fill(class_slot, user, &rest);
     cache->filled |= bit;
@@ -275,8 +300,10 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     fm5_thread_cache_bin *bin = &cache->bins[slot];
     if (!bin->block_size || fm5_thread_cache_span_is_sparse(span))
         return fm5_small_free(user, span);
-    if (bin->room == 0)
-        trim_bin(cache, slot, bin->limit / 2);
+    if (bin->room == 0) {
+        cache->trimmed |= (uint64_t)1 << slot;
+        trim_bin(cache, slot, bin->limit / 2u);
+    }
     if (cache->byte_room < bin->block_size)
         trim_every_bin(cache);
     /* An empty bin that was never filled hands this block out as the thread's first of the class: not
@@ -358,6 +385,7 @@ size_t fm5_thread_cache_bytes(unsigned *caches)
 
 void fm5_thread_cache_initialize(void)
 {
+    size_t start_bytes = 0;
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
         unsigned block_size = fm5_small_managers[0][s].block_size;
         unsigned blocks = FM5_THREAD_CACHE_BIN_BYTES / block_size;
@@ -365,10 +393,20 @@ void fm5_thread_cache_initialize(void)
             blocks = FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS;
         if (blocks > FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS)
             blocks = FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS;
+        unsigned grown = FM5_THREAD_CACHE_BIN_GROWN_BYTES / block_size;
+        if (grown > FM5_THREAD_CACHE_BIN_GROWN_BLOCKS)
+            grown = FM5_THREAD_CACHE_BIN_GROWN_BLOCKS;
+        if (grown < blocks)
+            grown = blocks;
         if (block_size > FM5_THREAD_CACHE_MAXIMUM_BLOCK_SIZE)
-            blocks = 0;
+            blocks = grown = 0;
         fm5_thread_cache_bin_limit[s] = (uint16_t)blocks;
+        fm5_thread_cache_grown_limit[s] = (uint16_t)grown;
+        start_bytes += (size_t)blocks * block_size;
     }
+    /* The byte bound must not bind before the bins' limits do (thread_cache.h). */
+    FM5_ASSERT(start_bytes + FM5_THREAD_CACHE_GROWTH_BYTES <= FM5_THREAD_CACHE_BYTES);
+    (void)start_bytes;
     int have_slot = fm5_os_thread_slot_create(at_thread_exit) >= 0;
     fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
     off_reasons = (have_slot ? 0 : FM5_CACHE_OFF_NO_THREAD_SLOT) |
