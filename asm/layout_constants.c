@@ -106,6 +106,10 @@ void fm5_layout_constants(void)
     EMIT(SPAN_TOTAL_BLOCKS, offsetof(fm5_small_span, total_blocks));
     EMIT(SPAN_BLOCKS_IN_USE, offsetof(fm5_small_span, blocks_in_use));
     EMIT(SPAN_IDENTITY_TAG, offsetof(fm5_small_span, identity_tag));
+    EMIT(SPAN_BLOCK_SIZE, offsetof(fm5_small_span, block_size));
+    EMIT(SPAN_CLASS_SLOT, offsetof(fm5_small_span, class_slot));
+    EMIT(SPAN_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_span, block_size_reciprocal));
+    EMIT(SMALL_CLASS_COUNT, FM5_SMALL_CLASS_COUNT);
     EMIT(SPAN_HEADER_SIZE, FM5_SMALL_SPAN_HEADER_SIZE);
     EMIT(SPAN_TAG_KEY, FM5_SMALL_SPAN_TAG_KEY);
     EMIT(SMALL_MAXIMUM_BLOCK_OFFSET, FM5_SMALL_MAXIMUM_BLOCK_OFFSET);

@@ -31,7 +31,7 @@ ROUTINE FastMM_FreeMem
     LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_slow_path
     ; esi = span, ebx = manager
     push edi
-    CACHE_PUSH ecx, ebx, edx, edi, eax, eax, esi, esi, si, .no_cache, .cache_miss, esi
+    CACHE_PUSH ecx, edx, edi, eax, eax, esi, esi, si, .no_cache, .cache_miss, esi
     pop edi
     xor eax, eax
     pop esi

@@ -22,7 +22,7 @@ ROUTINE FastMM_ReallocMem
     push ebx
     push esi
     LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_c_twin
-    movzx eax, word [ebx + FM5_MANAGER_BLOCK_SIZE]
+    movzx eax, word [esi + FM5_SPAN_BLOCK_SIZE]
     sub eax, FM5_SMALL_HEADER_SIZE
     mov edx, [esp + SAVED + 8]
     cmp edx, eax

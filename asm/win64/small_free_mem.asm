@@ -26,7 +26,7 @@ ROUTINE FastMM_FreeMem
     jne .c_twin
     LIVE_SMALL_BLOCK .c_twin, fm5_c_free_mem_slow_path
     ; rdx = span, r8 = manager
-    CACHE_PUSH rcx, r8, r9, r10, rax, eax, r11, r11d, r11w, .no_cache, .c_twin, rdx
+    CACHE_PUSH rcx, r9, r10, rax, eax, r11, r11d, r11w, .no_cache, .c_twin, rdx
     xor eax, eax
     ret
 .no_cache:

@@ -19,7 +19,7 @@ ROUTINE FastMM_ReallocMem
     cmp dword [fm5_debug_mode_active], 0
     jne .c_twin
     LIVE_SMALL_BLOCK .c_twin, .c_twin
-    movzx eax, word [r8 + FM5_MANAGER_BLOCK_SIZE]
+    movzx eax, word [rdx + FM5_SPAN_BLOCK_SIZE]
     sub eax, FM5_SMALL_HEADER_SIZE
     cmp r11, rax
     ja .moves

@@ -153,7 +153,7 @@ FM5_INLINE void *move_small_block(void *p, size_t new_size, void *(FM5_CALL *get
     fm5_small_span *span = fm5_small_span_of(p, *fm5_status_word(p));
     if (FM5_UNLIKELY(fm5_erase_allocated_active | fm5_erase_freed_active | fm5_using_shared_manager))
         return fm5_release_realloc_small_block(p, new_size, span);
-    size_t usable = (size_t)span->manager->block_size - FM5_SMALL_HEADER_SIZE;
+    size_t usable = (size_t)span->block_size - FM5_SMALL_HEADER_SIZE;
     size_t request = fm5_small_realloc_request(new_size, usable);
     void *q = get_mem(request);
     if (FM5_UNLIKELY(!q) && request != new_size)
@@ -179,7 +179,7 @@ FM5_OPTIMISTIC_READER void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size)
         fm5_small_span *span = fm5_release_live_small_block_span(p);
         if (FM5_LIKELY(span != NULL)) {
             /* The asm's tests and mover, with the C twins of GetMem and FreeMem. */
-            if (fm5_small_realloc_stays(new_size, (size_t)span->manager->block_size - FM5_SMALL_HEADER_SIZE))
+            if (fm5_small_realloc_stays(new_size, (size_t)span->block_size - FM5_SMALL_HEADER_SIZE))
                 return p;
             return move_small_block(p, new_size, fm5_c_get_mem, fm5_c_free_mem);
         }

@@ -39,7 +39,7 @@ FM5_INLINE fm5_small_span *fm5_small_block_span(const void *user, unsigned statu
         return NULL;
     fm5_small_manager *manager = span->manager;
     if (span->identity_tag != fm5_small_span_tag(span) || !fm5_is_small_manager(manager) ||
-        !fm5_small_is_block_start(span, manager, user))
+        span->class_slot >= FM5_SMALL_CLASS_COUNT || !fm5_small_is_block_start(span, user))
         return NULL;
     return span;
 }

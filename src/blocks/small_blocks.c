@@ -126,7 +126,7 @@ static void release_span(fm5_small_manager *manager, fm5_small_span *span)
 static void free_locked(fm5_small_manager *manager, fm5_small_span *span, char *user)
 {
     FM5_ASSERT(manager->gate.locked && span->manager == manager && span->blocks_in_use > 0);
-    FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
+    FM5_ASSERT(fm5_small_is_block_start(span, user));
     if (add_in_use(span, -1) == 0 && !fm5_recycling_keeps_empty_small_spans()) {
         release_span(manager, span);
         return;
@@ -175,7 +175,7 @@ static void *reuse_locked(fm5_small_manager *manager)
         fm5_small_span *span = span_of_ring(manager->partially_free.next);
         char *user = span->first_free_block;
         FM5_ASSERT(span->manager == manager && span->blocks_in_use < span->total_blocks);
-        FM5_ASSERT(user && fm5_small_is_block_start(span, manager, user) && (*fm5_status_word(user) & FM5_STATUS_FREE));
+        FM5_ASSERT(user && fm5_small_is_block_start(span, user) && (*fm5_status_word(user) & FM5_STATUS_FREE));
         span->first_free_block = *(void **)user;
         add_in_use(span, 1);
         if (!span->first_free_block)
@@ -207,6 +207,9 @@ static void *new_span_locked(fm5_small_manager *manager)
     span->first_free_block = NULL;
     span->partially_free.next = span->partially_free.prev = NULL;
     span->identity_tag = fm5_small_span_tag(span);
+    span->block_size = manager->block_size;
+    span->class_slot = (uint16_t)manager->gate.row_index;
+    span->block_size_reciprocal = manager->block_size_reciprocal;
     /* Every status word is written now, marked free until fed: a walk or a stray free then never meets
      * a status word that is still being written, and a pointer to an unfed block is refused. */
     for (uint32_t i = 0; i < count; i++) {
@@ -307,7 +310,7 @@ static void *reuse_batch_locked(fm5_small_manager *manager, batch_request *reque
         char *run = span->first_free_block, *last = NULL, *user = run;
         unsigned taken = 0;
         while (user && taken < still && !(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO)) {
-            FM5_ASSERT(fm5_small_is_block_start(span, manager, user) && (fm5_status_load(user) & FM5_STATUS_FREE));
+            FM5_ASSERT(fm5_small_is_block_start(span, user) && (fm5_status_load(user) & FM5_STATUS_FREE));
             last = user;
             user = *(char **)user;
             taken++;
@@ -452,6 +455,8 @@ void fm5_small_release_cached(void *chain)
 int fm5_small_free(void *user, fm5_small_span *span)
 {
     fm5_small_manager *manager = span->manager;
+    FM5_ASSERT(span->block_size == manager->block_size && span->class_slot == manager->gate.row_index &&
+               span->block_size_reciprocal == manager->block_size_reciprocal);
     volatile uint16_t *status = fm5_status_word(user);
     uint16_t old = (uint16_t)fm5_status_load(user);
     if ((old & FM5_STATUS_FREE) || !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_FREE)))
@@ -602,7 +607,7 @@ void fm5_small_check_span(const fm5_small_span *span)
     FM5_ASSERT(span->blocks_in_use <= span->total_blocks && span->total_blocks > 0);
     uint32_t chained = 0;
     for (const char *user = span->first_free_block; user; user = *(char *const *)user) {
-        FM5_ASSERT(fm5_small_is_block_start(span, manager, user));
+        FM5_ASSERT(fm5_small_is_block_start(span, user));
         FM5_ASSERT((*fm5_status_word(user) & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
                    (status_for(span, user) | FM5_STATUS_FREE));
         FM5_ASSERT(++chained <= span->total_blocks);

@@ -201,14 +201,13 @@ FM5_INLINE int fm5_thread_cache_free(void *user, fm5_small_span *span)
      * block would keep it in use. */
     if (FM5_UNLIKELY(fm5_thread_cache_span_is_sparse(span)))
         return fm5_small_free(user, span);
-    fm5_small_manager *manager = span->manager;
-    fm5_thread_cache_bin *bin = &cache->bins[manager->gate.row_index];
+    fm5_thread_cache_bin *bin = &cache->bins[span->class_slot];
     /* A class that is not cached has no room: the managers'. A full bin, or a cache short of bytes,
      * is trimmed by the slow path; an empty one that was never filled takes only a block whose lines
      * no live block shares (the thread's first block of the class). */
     if (FM5_UNLIKELY(bin->room == 0) ||
-        FM5_UNLIKELY(bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << manager->gate.row_index))) ||
-        FM5_UNLIKELY(cache->byte_room < manager->block_size))
+        FM5_UNLIKELY(bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << span->class_slot))) ||
+        FM5_UNLIKELY(cache->byte_room < span->block_size))
         return bin->block_size ? fm5_thread_cache_free_slow(user, span) : fm5_small_free(user, span);
     return fm5_thread_cache_push(cache, bin, user, span);
 }
