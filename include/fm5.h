@@ -213,26 +213,27 @@ FM5_API int FM5_CALL FastMM_SetAdaptiveSmallBlockArenaAffinity(int enabled);
 FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
 
 /* Thread caches (beyond FastMM5; on by default, FM5_THREAD_CACHES=0 turns them off when fm5 loads).
- * Each thread keeps a few free small blocks of every size class it uses (classes up to 1,024-byte
- * blocks; 4 KB a class, at least 8 and at most 64 blocks, and 192 KB a thread in all), so that most
- * small GetMem and FreeMem calls take no lock and touch no line that another thread writes. An empty
- * class takes half its limit from the arenas in one go, a full one gives back its older half; a block
- * freed by another thread goes into the freeing thread's cache; a block of a nearly empty span (fewer
- * than an eighth of its blocks in use) goes back to its arena instead, so that spans are still
+ * Each thread keeps a few free small blocks of every size class it uses (every small class; a bin
+ * starts at 8 KB, at least 16 and at most 64 blocks, and a bin that gave blocks back and then ran empty
+ * doubles, up to 128 KB or 2,048 blocks, by at most 256 KB a thread in all; 1 MB a thread at most), so
+ * that most small GetMem and FreeMem calls take no lock and touch no line that another thread writes.
+ * An empty class takes half its limit from the arenas in one go, a full one gives back its older half;
+ * a block freed by another thread goes into the freeing thread's cache; a block of a nearly empty span
+ * (fewer than an eighth of its blocks in use) goes back to its arena instead, so that spans are still
  * released. A thread's first blocks of a class are chosen so that no live block shares their cache
- * lines (a block another thread allocated next to one it keeps writing is not handed to this one:
- * false sharing). A cached block is a free block to everything else: a second free of it is reported as a
+ * lines (a block another thread allocated next to one it keeps writing is not handed to this one: false
+ * sharing). A cached block is a free block to everything else: a second free of it is reported as a
  * double free, walks, heap status and leak reports count it free (so the usage summary counts it as
  * overhead, not as allocated), and its span stays in use until the block leaves the cache. A thread's
  * cache goes back when the thread exits, and every cache when debug mode is entered (caches stay off
  * while it is active), when the minimum alignment changes and on FastMM_ProcessAllPendingFrees: the
  * calling thread's at once, each other thread's at its next small allocation or free. A thread killed
- * by TerminateThread keeps its cache until the next FastMM_ProcessAllPendingFrees gives it back.
- * Costs: up to 192 KB held per thread that allocated; spans stay in use while blocks of theirs are
- * cached; with caches off, a small free costs one locked instruction more than before caches existed
- * (every free claims its block atomically, since a cache's free takes no lock). FastMM_SetThreadCaches
- * returns the previous setting; turning caches off returns the caller's cache at once and the
- * others' at their next call. */
+ * by TerminateThread keeps its cache until the next FastMM_ProcessAllPendingFrees gives it back. Costs:
+ * up to 1 MB held per thread that allocated (what it freed of the classes it uses); spans stay in use
+ * while blocks of theirs are cached; with caches off, a small free costs one locked instruction more
+ * than before caches existed (every free claims its block atomically, since a cache's free takes no
+ * lock). FastMM_SetThreadCaches returns the previous setting; turning caches off returns the caller's
+ * cache at once and the others' at their next call. */
 FM5_API int FM5_CALL FastMM_SetThreadCaches(int enabled);
 FM5_API int FM5_CALL FastMM_GetThreadCaches(void);
 /* Bytes held in every thread's cache now, and (if `caches` is not NULL) how many threads have one: a
