@@ -189,7 +189,9 @@ def parse_args(argv):
     parser.add_argument("--time-budget", type=float, metavar="MIN",
                         help="scale the pairs down so that the run fits in MIN minutes, from the time of "
                         "the first samples (default 30; none with --compare; 0 = no limit)")
-    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed to one process (default 900)")
+    # A sample of the broad table takes seconds; mimalloc's MinGW DLL hangs under Wine in some
+    # multithreaded runs, and each hang costs the whole timeout.
+    parser.add_argument("--timeout", type=float, default=120, help="seconds allowed to one process (default 120)")
     parser.add_argument("--bench-exe", default=os.path.join("build", "{arch}", "bin", "fm5bench.exe"),
                         help="the Windows program run under Wine ({arch} is replaced; default "
                         "build/{arch}/bin/fm5bench.exe)")
