@@ -4,8 +4,9 @@
 # exits 0 with one well-formed RESULT line, and that ops is above zero and the same for every
 # allocator of a workload (the workloads are deterministic).
 # With a peers folder (../shared/peers, its README), FastMM5's release BorlndMM.dll runs every workload
-# that the Windows heaps run, mimalloc every single-threaded one (but raw_perf_1_after_16, which runs 16 threads first), and FastMM5's debug build the debug
-# workloads that trace at depth 20, as bench/run.py runs them. mimalloc's MinGW DLL faults under Wine
+# that the Windows heaps run, mimalloc every single-threaded one (but raw_perf_1_after_16, which runs
+# 16 threads first), and FastMM5's debug build the debug workloads that trace at depth 20, as
+# bench/run.py runs them. mimalloc's MinGW DLL faults under Wine
 # in most runs of the multithreaded workloads (a read near NULL inside mimalloc.dll, seen with 2 and 8
 # threads, 2026-12-01), so the smoke leaves those to bench/run.py, which reports a failed sample. A
 # peer's run that fails is tried once more (the peers are not ours to fix; a second failure fails the

@@ -206,10 +206,11 @@ static void *new_span_locked(fm5_small_manager *manager)
     __atomic_store_n(&span->blocks_in_use, count, __ATOMIC_RELAXED);
     span->first_free_block = NULL;
     span->partially_free.next = span->partially_free.prev = NULL;
-    span->identity_tag = fm5_small_span_tag(span);
+    /* The copies that FreeMem trusts once the tag matches: written before the tag. */
     span->block_size = manager->block_size;
     span->class_slot = (uint16_t)manager->gate.row_index;
     span->block_size_reciprocal = manager->block_size_reciprocal;
+    span->identity_tag = fm5_small_span_tag(span);
     /* Every status word is written now, marked free until fed: a walk or a stray free then never meets
      * a status word that is still being written, and a pointer to an unfed block is refused. */
     for (uint32_t i = 0; i < count; i++) {
