@@ -380,6 +380,7 @@ static void handover(unsigned threads, size_t baseline_bytes, size_t baseline_bl
 
 #define RACE_ROUNDS 2000
 #define RACE_TAKE 48
+static size_t race_size;
 static void *volatile race_block;
 static tu_atomic_long race_round, race_arrived, race_freed, race_done;
 static long race_results[2];
@@ -401,16 +402,22 @@ static void race_worker(void *argument)
         while (tu_atomic_load(&race_freed) < 2 * round)
             ;
         for (int i = 0; i < RACE_TAKE; i++)
-            race_taken[me][i] = FastMM_GetMem(24);
+            race_taken[me][i] = FastMM_GetMem(race_size);
         tu_atomic_increment(&race_done);
         while (tu_atomic_load(&race_done) < 2 * round)
             tu_yield();
     }
 }
 
-static void double_free_race(void)
+/* With `alone`, the block is mostly the only one in use in its span (of a class nobody else uses; the
+ * caches are flushed first, the caller's at once, the racing threads' as their frees begin), so that
+ * the free that wins releases the span, its header with it, while the other free is still on its way:
+ * that one must read nothing of the span before its claim fails. */
+static void double_free_race(size_t size, int alone)
 {
-    SECTION("two threads free one block at the same moment");
+    SECTION(alone ? "two threads free the only block of its span at the same moment"
+                  : "two threads free one block at the same moment");
+    race_size = size;
     tu_events_reset();
     tu_atomic_store(&race_round, 0);
     tu_atomic_store(&race_arrived, 0);
@@ -423,7 +430,9 @@ static void double_free_race(void)
         tu_abort_stuck("no race threads");
     long wrong_results = 0, duplicates = 0;
     for (long round = 1; round <= RACE_ROUNDS; round++) {
-        race_block = FastMM_GetMem(24);
+        race_block = FastMM_GetMem(size);
+        if (alone)
+            FastMM_ProcessAllPendingFrees();
         tu_atomic_store(&race_round, round);
         while (tu_atomic_load(&race_done) < 2 * round)
             tu_yield();
@@ -685,7 +694,8 @@ int main(void)
     handover(8, baseline_bytes, baseline_blocks);
     handover(32, baseline_bytes, baseline_blocks);
     handover(64, baseline_bytes, baseline_blocks);
-    double_free_race();
+    double_free_race(24, 0);
+    double_free_race(1800, 1);
     no_false_sharing();
     flushes(baseline_bytes, baseline_blocks);
 #ifdef _WIN32

@@ -406,7 +406,7 @@ void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int f
 int fm5_small_lines_are_quiet(const void *user)
 {
     fm5_small_span *span = fm5_small_span_of(user, fm5_status_load(user));
-    uint32_t block_size = span->manager->block_size;
+    uint32_t block_size = span->block_size;
     /* Blocks as their owners write them: from the status word to the next block's. */
     uintptr_t blocks = (uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
     uintptr_t start = (uintptr_t)user - FM5_SMALL_HEADER_SIZE;
@@ -451,24 +451,31 @@ void fm5_small_release_cached(void *chain)
 
 /* The skeleton's free that never waits, with the claim made first in both branches: a thread cache's
  * free (blocks/thread_cache.h) takes no manager lock, so the lock alone no longer decides which of two
- * frees of one block wins; the compare-and-swap of the free mark does. The block is then released
- * under the lock, or queued when the lock is busy, as a queued block is: marked free. */
+ * frees of one block wins; the compare-and-swap of the free mark does. Nothing of the span is read
+ * before the claim: the free that won a race of two may have emptied the span and released it, and
+ * its header with it. A claimed block is in use, so its span stays until the block is released. */
 int fm5_small_free(void *user, fm5_small_span *span)
 {
-    fm5_small_manager *manager = span->manager;
-    FM5_ASSERT(span->block_size == manager->block_size && span->class_slot == manager->gate.row_index &&
-               span->block_size_reciprocal == manager->block_size_reciprocal);
     volatile uint16_t *status = fm5_status_word(user);
     uint16_t old = (uint16_t)fm5_status_load(user);
     if ((old & FM5_STATUS_FREE) || !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_FREE)))
         return -1;
+    fm5_small_release_claimed(user, span);
+    return 0;
+}
+
+void fm5_small_release_claimed(void *user, fm5_small_span *span)
+{
+    fm5_small_manager *manager = span->manager;
+    FM5_ASSERT(span->block_size == manager->block_size && span->class_slot == manager->gate.row_index &&
+               span->block_size_reciprocal == manager->block_size_reciprocal);
+    FM5_ASSERT(fm5_status_load(user) & FM5_STATUS_FREE);
     if (fm5_try_lock(&manager->gate.locked)) {
         release_block(manager, user);
         fm5_arena_unlock(&manager->gate, release_block, manager);
     } else {
         fm5_pending_push(&manager->gate.pending_free_list, user);
     }
-    return 0;
 }
 
 int fm5_small_drain_pending_and_unlock(fm5_small_manager *manager)

@@ -108,13 +108,16 @@ void *fm5_small_get_mem(size_t size);
 /* For a block that fm5_identify_block proved to be a live small block. Returns 0, or -1 if it turned
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);
+/* The release step of fm5_small_free, for a block the caller has claimed (marked free by its own
+ * compare-and-swap): under the manager's lock, or queued on its pending-free list when it is busy. */
+void fm5_small_release_claimed(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
 /* For the thread caches (blocks/thread_cache.h): up to `want` blocks of class slot `class_slot` in one
  * pass over the arenas (one lock or one feed compare-and-swap): returns the first, allocated, or NULL
  * when the OS refused memory, and chains the others on *rest, each marked free and counted in use. */
 void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int fresh_only);
-/* Whether no block in use shares a 64-byte line with the small block `user` (a hint, read without the
- * lock): a thread that writes it then shares its lines with nobody. `fresh_only` above takes blocks
+/* Whether no block in use shares a 64-byte line with the small block `user`, which the caller owns
+ * (allocated, cached or claimed by its free, so that its span stays; a hint, read without the lock): a thread that writes it then shares its lines with nobody. `fresh_only` above takes blocks
  * from the sequential feed and new spans only, whose lines nobody has used. */
 int fm5_small_lines_are_quiet(const void *user);
 /* Gives cached blocks (chained through their first word, each marked free and counted in use) back

@@ -296,10 +296,19 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     fm5_thread_cache *cache = settled_cache();
     if (!cache)
         return fm5_small_free(user, span);
-    unsigned slot = span->manager->gate.row_index;
-    fm5_thread_cache_bin *bin = &cache->bins[slot];
-    if (!bin->block_size || fm5_thread_cache_span_is_sparse(span))
+    /* The claim first: until it succeeds the block may be another free's, which can empty and release
+     * the span (its header with it), and nothing of the span but what FreeMem read is trusted. */
+    uint16_t status = (uint16_t)fm5_status_load(user);
+    if (status & FM5_STATUS_HAS_DEBUG_INFO)
         return fm5_small_free(user, span);
+    if ((status & FM5_STATUS_FREE) || !fm5_cas_u16(fm5_status_word(user), status, (uint16_t)(status | FM5_STATUS_FREE)))
+        return -1;
+    unsigned slot = span->class_slot;
+    fm5_thread_cache_bin *bin = &cache->bins[slot];
+    if (!bin->block_size || fm5_thread_cache_span_is_sparse(span)) {
+        fm5_small_release_claimed(user, span);
+        return 0;
+    }
     if (bin->room == 0) {
         cache->trimmed |= (uint64_t)1 << slot;
         trim_bin(cache, slot, bin->limit / 2u);
@@ -309,9 +318,12 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     /* An empty bin that was never filled hands this block out as the thread's first of the class: not
      * if a live block may share its lines (false sharing: cache_scratch's case, a block handed over by
      * the thread that allocated it next to one it keeps). */
-    if (bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << slot)) && !fm5_small_lines_are_quiet(user))
-        return fm5_small_free(user, span);
-    return fm5_thread_cache_push(cache, bin, user, span);
+    if (bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << slot)) && !fm5_small_lines_are_quiet(user)) {
+        fm5_small_release_claimed(user, span);
+        return 0;
+    }
+    fm5_thread_cache_link(cache, bin, user);
+    return 0;
 }
 
 /* ---- settings and requests ---------------------------------------------------------------------- */

@@ -170,6 +170,16 @@ FM5_INLINE void *fm5_thread_cache_get_mem(size_t size)
     return user;
 }
 
+/* A block the running thread has claimed (marked free by its own compare-and-swap) into a bin with
+ * room. */
+FM5_INLINE void fm5_thread_cache_link(fm5_thread_cache *cache, fm5_thread_cache_bin *bin, void *user)
+{
+    *(void **)user = bin->first;
+    bin->first = user;
+    bin->room--;
+    fm5_thread_cache_add_byte_room(cache, -(int32_t)bin->block_size);
+}
+
 /* The push of fm5_thread_cache_free, the bin known to have room: the claim, then the link. */
 FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_bin *bin, void *user,
                                      fm5_small_span *span)
@@ -182,10 +192,7 @@ FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_b
         FM5_UNLIKELY(!__atomic_compare_exchange_n(fm5_status_word(user), &status, (uint16_t)(status | FM5_STATUS_FREE),
                                                   0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
         return -1;
-    *(void **)user = bin->first;
-    bin->first = user;
-    bin->room--;
-    fm5_thread_cache_add_byte_room(cache, -(int32_t)bin->block_size);
+    fm5_thread_cache_link(cache, bin, user);
     return 0;
 }
 
