@@ -70,10 +70,18 @@ FM5_API size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p);
  * blocks, which do not record it, the same as FastMM_BlockMaximumUserBytes. 0 for an invalid pointer. */
 FM5_API size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p);
 
-/* Releases every block waiting on a pending-free list whose arena can be locked now, and returns the
- * large-block cache's regions to the OS (FastMM_SetLargeBlockCacheLimit). Returns 1 when
- * every list was drained, 0 when some arena stayed busy. */
+/* Releases every block waiting on a pending-free list whose arena can be locked now, and returns to
+ * the OS the empty medium spans kept (below) and the large-block cache's regions
+ * (FastMM_SetLargeBlockCacheLimit). Returns 1 when every list was drained, 0 when some arena stayed
+ * busy. */
 FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
+
+/* A medium span (1.5-4 MB by the strategy) whose last block is freed stays mapped, as free medium
+ * space, while the empty spans kept by all medium arenas together hold at most this many bytes, so
+ * that a program whose medium blocks all go and come back does not pay the OS a mapping and a page
+ * fault per page each time. FastMM_OptimizeForLowMemoryUsage keeps none; FastMM_ProcessAllPendingFrees
+ * returns them, and so does an allocation that the OS or the usage limit would refuse. */
+enum { FastMM_KeptMediumSpanBytes = 16 << 20 };
 
 /* ------------------------------------------------------------------------------------------------
  * Heap status, usage summary and block walking
@@ -190,8 +198,7 @@ FM5_API size_t FM5_CALL FastMM_LargeBlockThreadContentionCount(void);
  * -1 with an event for a count out of range or once fm5 holds memory (nothing changes then). Environment
  * variables FM5_SMALL_ARENAS, FM5_MEDIUM_ARENAS and FM5_LARGE_ARENAS, read when fm5 loads, do the
  * same before anything could allocate (with malloc redirection, the program's CRT allocates before
- * main). Costs: a thread that finds every arena busy tries each of them before it yields, and each
- * medium arena keeps one empty span (1.5-4 MB by the strategy) once it has had blocks. */
+ * main). Costs: a thread that finds every arena busy tries each of them before it yields. */
 enum { FastMM_MaximumArenaCount = 32 };
 FM5_API int FM5_CALL FastMM_SetArenaCounts(unsigned small_arenas, unsigned medium_arenas, unsigned large_arenas);
 FM5_API void FM5_CALL FastMM_GetArenaCounts(unsigned *small_arenas, unsigned *medium_arenas, unsigned *large_arenas);

@@ -154,6 +154,9 @@ function FastMM_BlockCurrentUserBytes(P: Pointer): NativeUInt; cdecl;
   external FM5_DLL name 'FastMM_BlockCurrentUserBytes';
 function FastMM_ProcessAllPendingFrees: Integer; cdecl;
   external FM5_DLL name 'FastMM_ProcessAllPendingFrees';
+const
+  { Empty medium spans kept mapped, all arenas together (fm5.h) }
+  FastMM_KeptMediumSpanBytes = 16 shl 20;
 
 { Heap status, usage summary, block walking }
 function FastMM_GetHeapStatus(Status: PFastMM_HeapStatus; TimeoutMs: Cardinal): Integer; cdecl;

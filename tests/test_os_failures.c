@@ -12,7 +12,11 @@
  *   - under random refusals of every kind, in release and in debug mode, every live block keeps its
  *     content, the checked build's asserts hold, and everything frees at the end;
  *   - and a refusal by the real OS, not injected: a request larger than the user address space
- *     (VirtualAlloc or mmap must refuse it) fails the same way.
+ *     (VirtualAlloc or mmap must refuse it) fails the same way;
+ *   - the empty medium spans kept mapped (medium_blocks.h) stay within their bound, serve medium
+ *     allocations while the OS refuses every mapping, give way to a large request the OS refuses and
+ *     to one the usage limit would refuse, and go back on FastMM_ProcessAllPendingFrees; the
+ *     low-memory strategy keeps none.
  * The large-block cache is off here (FastMM_SetLargeBlockCacheLimit(0)): every large allocation and
  * free must reach the OS for its refusals to be tested; test_large_block_cache covers the cache.
  * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
@@ -21,6 +25,7 @@
 
 #include "base/os.h"
 #include "api/startup.h"
+#include "blocks/medium_blocks.h"
 
 #define SEED 0x05FA11ull
 #define SLOTS 256
@@ -70,6 +75,8 @@ static void refused_mapping(void)
     unsigned failures = 0;
     for (unsigned kind = 0; kind < KIND_SIZES; kind++) {
         for (unsigned nth = 1; nth <= 3; nth++) {
+            /* No kept empty medium span (medium_blocks.h) may absorb the refusal: it is tested below. */
+            FastMM_ProcessAllPendingFrees();
             tu_events_reset();
             fm5_os_fault_injection(FM5_OS_FAULT_MAP, nth, 0, 0);
             unsigned made = 0;
@@ -123,6 +130,84 @@ static void refused_mapping(void)
     CHECK(failures > 0);
 }
 
+/* Medium blocks of 60,000 bytes over many spans, all freed: the spans left empty that are kept. */
+#define KEPT_BLOCKS 600
+#define KEPT_BLOCK_SIZE 60000
+static void *kept_blocks[KEPT_BLOCKS];
+
+static size_t fill_and_free_medium_spans(void)
+{
+    for (unsigned i = 0; i < KEPT_BLOCKS; i++)
+        CHECK((kept_blocks[i] = FastMM_GetMem(KEPT_BLOCK_SIZE)) != NULL);
+    for (unsigned i = 0; i < KEPT_BLOCKS; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(kept_blocks[i]), 0);
+    return fm5_medium_kept_span_bytes();
+}
+
+static void kept_medium_spans(void)
+{
+    SECTION("empty medium spans: kept within their bound, used while the OS refuses, given back");
+    FastMM_ProcessAllPendingFrees();
+    CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    size_t base = FastMM_GetCurrentMemoryUsage();
+    size_t kept = fill_and_free_medium_spans();
+    size_t usage = FastMM_GetCurrentMemoryUsage();
+    tu_info("%.1f MB of empty medium spans kept, usage %.1f MB above the start", kept / 1048576.0,
+            (double)(usage - base) / 1048576.0);
+    CHECK(kept >= FM5_MEDIUM_KEPT_SPAN_BYTES / 2 && kept <= FM5_MEDIUM_KEPT_SPAN_BYTES);
+    /* Counted, and nothing else stays: the feed span aside. */
+    CHECK(usage >= base + kept && usage <= base + kept + FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
+
+    /* Half of what is kept, with every mapping refused: served without the OS. */
+    tu_events_reset();
+    fm5_os_fault_injection(FM5_OS_FAULT_MAP, 0, 1000000, SEED);
+    unsigned want = (unsigned)(kept / 2 / KEPT_BLOCK_SIZE), served = 0;
+    for (unsigned i = 0; i < want; i++)
+        served += (kept_blocks[i] = FastMM_GetMem(KEPT_BLOCK_SIZE)) != NULL;
+    CHECK_EQ_INT(fm5_os_fault_injection(0, 0, 0, 0), 0);
+    CHECK_EQ_INT(served, want);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventOutOfMemory), 0);
+    for (unsigned i = 0; i < want; i++)
+        if (kept_blocks[i])
+            CHECK_EQ_INT(FastMM_FreeMem(kept_blocks[i]), 0);
+
+    /* A large request the OS refuses once: the kept spans go back, and the second try succeeds. */
+    CHECK(fm5_medium_kept_span_bytes() > 0);
+    fm5_os_fault_injection(FM5_OS_FAULT_MAP, 1, 0, 0);
+    void *large = FastMM_GetMem(3000000);
+    CHECK_EQ_INT(fm5_os_fault_injection(0, 0, 0, 0), 1);
+    CHECK(large != NULL);
+    CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    FastMM_FreeMem(large);
+
+    /* A large request the usage limit would refuse while they are kept: they give way first, and the
+     * limit is neither reported nor raised. */
+    kept = fill_and_free_medium_spans();
+    CHECK(kept > 0);
+    tu_events_reset();
+    usage = FastMM_GetCurrentMemoryUsage();
+    FastMM_SetMemoryUsageLimit(usage - kept + (4u << 20));
+    large = FastMM_GetMem(3000000);
+    CHECK(large != NULL);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventMemoryLimitExceeded), 0);
+    CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    FastMM_FreeMem(large);
+    FastMM_SetMemoryUsageLimit(0);
+
+    /* FastMM_ProcessAllPendingFrees gives them back. */
+    CHECK(fill_and_free_medium_spans() > 0);
+    FastMM_ProcessAllPendingFrees();
+    CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    CHECK(FastMM_GetCurrentMemoryUsage() <= base + FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
+
+    /* The low-memory strategy keeps none. */
+    int strategy = FastMM_GetCurrentOptimizationStrategy();
+    FastMM_SetOptimizationStrategy(FastMM_OptimizeForLowMemoryUsage);
+    CHECK_EQ_SIZE(fill_and_free_medium_spans(), 0);
+    FastMM_SetOptimizationStrategy(strategy);
+    FastMM_ProcessAllPendingFrees();
+}
+
 /* A large block grows in place only when the address space after it can be mapped: refused, it moves. */
 static void refused_growth_in_place(void)
 {
@@ -159,6 +244,8 @@ static void refused_release(void)
     if (!CHECK(p != NULL))
         return;
     memset(p, 0x5A, size);
+    /* The earlier sections' kept medium spans go first: the refused unmap must be the block's. */
+    FastMM_ProcessAllPendingFrees();
     size_t usage = FastMM_GetCurrentMemoryUsage();
     tu_events_reset();
     fm5_os_fault_injection(FM5_OS_FAULT_UNMAP, 1, 0, 0);
@@ -259,6 +346,7 @@ int main(void)
     FastMM_SetLargeBlockCacheLimit(0);
     tu_events_install(0);
     refused_mapping();
+    kept_medium_spans();
     refused_growth_in_place();
     refused_release();
     real_refusal();

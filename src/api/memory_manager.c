@@ -10,6 +10,7 @@
 #include "blocks/realloc_rules.h"
 #include "blocks/small_blocks.h"
 #include "blocks/large_blocks.h"
+#include "blocks/medium_blocks.h"
 #include "base/events.h"
 #include "debug/debug_mode.h"
 #include "debug/debug_blocks.h"
@@ -235,6 +236,8 @@ size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
 }
 
 /* Also the trim: the regions the large-block cache holds go back to the OS. */
+_Static_assert(FM5_MEDIUM_KEPT_SPAN_BYTES == FastMM_KeptMediumSpanBytes, "fm5.h states the medium blocks' bound");
+
 int FM5_CALL FastMM_ProcessAllPendingFrees(void)
 {
     /* The thread caches first, so that what they give back to busy managers is drained below. */
@@ -242,6 +245,7 @@ int FM5_CALL FastMM_ProcessAllPendingFrees(void)
     fm5_thread_cache_request_flush();
     fm5_thread_cache_flush_ended_threads();
     int complete = fm5_release_process_pending_frees();
+    fm5_medium_release_kept_spans();
     fm5_large_cache_release_all();
     return complete;
 }

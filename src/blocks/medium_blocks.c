@@ -64,8 +64,36 @@ FM5_INLINE void publish_bitmap(uint32_t *word, uint32_t value)
     __atomic_store_n(word, value, __ATOMIC_RELAXED);
 }
 
+FM5_INLINE char *span_area_start(const fm5_medium_span *span)
+{
+    return (char *)span + span->first_block_offset;
+}
+
+FM5_INLINE char *span_end(const fm5_medium_span *span)
+{
+    return (char *)span + span->span_size;
+}
+
+/* ---- kept empty spans (medium_blocks.h) --------------------------------------------------------
+ * An empty span stays mapped as one free block in its manager's last bin while the empty spans of all
+ * medium managers together hold at most FM5_MEDIUM_KEPT_SPAN_BYTES; kept_span_bytes is their sum. It
+ * changes as such a block enters or leaves a bin, under that manager's lock, by atomic adds (the
+ * managers' locks are not one lock). */
+static size_t kept_span_bytes;
+
+/* The span's bytes when the free block `block` of `size` bytes is all of its span's blocks, else 0. */
+FM5_INLINE size_t whole_span_bytes(const fm5_medium_free_links *block, size_t size)
+{
+    const fm5_medium_span *span = fm5_medium_span_of(block);
+    return (const char *)block == span_area_start(span) && (const char *)block + size == span_end(span)
+               ? span->span_size : 0;
+}
+
 static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
 {
+    size_t whole = whole_span_bytes(block, size);
+    if (whole)
+        __atomic_add_fetch(&kept_span_bytes, whole, __ATOMIC_RELAXED);
     unsigned bin = bin_for_free_block(size);
     FM5_ASSERT(manager->gate.locked && size >= bin_size(bin));
     fm5_medium_free_links *slot = (fm5_medium_free_links *)&manager->bins[bin];
@@ -81,6 +109,9 @@ static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block
 
 static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
 {
+    size_t whole = whole_span_bytes(block, size);
+    if (whole)
+        __atomic_sub_fetch(&kept_span_bytes, whole, __ATOMIC_RELAXED);
     block->prev->next = block->next;
     if (block->next)
         block->next->prev = block->prev;
@@ -136,16 +167,6 @@ FM5_INLINE void clear_block_start(fm5_medium_span *span, void *user)
     publish_bitmap(word, *word & ~(1u << (index % 32)));
     /* A stale header left behind would let a stale pointer pass the status check. */
     fm5_status_store(user, 0);
-}
-
-FM5_INLINE char *span_area_start(const fm5_medium_span *span)
-{
-    return (char *)span + span->first_block_offset;
-}
-
-FM5_INLINE char *span_end(const fm5_medium_span *span)
-{
-    return (char *)span + span->span_size;
 }
 
 /* Under the lock; but pointer checks, the unlocked growth test and walks of other arenas' spans read
@@ -356,6 +377,26 @@ static void *first_pass(void *arena, void *context, int *final)
     return user;
 }
 
+static void release_kept_spans(const fm5_medium_manager *skip, int wait);
+
+/* Under the lock: a new feed span. What other managers keep gives way before the usage limit is
+ * reached (which would report an event and use up its one grace) and after a refusal by the OS; this
+ * manager keeps none (a kept span would have served the request). The other managers' locks are only
+ * tried, so the lock order (docs/design.md) does not change. */
+static int feed_new_span(fm5_medium_manager *manager)
+{
+    size_t limit = fm5_memory_limit();
+    if (FM5_UNLIKELY(limit != 0) && __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) &&
+        fm5_memory_usage() + fm5_medium_span_size() > limit)
+        release_kept_spans(manager, 0);
+    if (add_feed_span(manager))
+        return 1;
+    if (!__atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED))
+        return 0;
+    release_kept_spans(manager, 0);
+    return add_feed_span(manager);
+}
+
 /* Second pass: any arena that can be locked, creating a span if it must. */
 static void *second_pass(void *arena, void *context, int *final)
 {
@@ -365,7 +406,7 @@ static void *second_pass(void *arena, void *context, int *final)
         return NULL;
     void *user = take_locked(manager, request);
     if (!user) {
-        if (add_feed_span(manager))
+        if (feed_new_span(manager))
             user = take_from_feed(manager, request->size);
         else
             *final = 1;
@@ -388,12 +429,51 @@ void *fm5_medium_get_mem(size_t user_size)
 
 /* ---- freeing ---------------------------------------------------------------------------------- */
 
-static int keep_empty_span(const fm5_medium_manager *manager)
+/* Whether a span about to be left empty stays (as a free block, kept_span_bytes above). */
+static int keep_empty_span(const fm5_medium_span *span)
 {
-    if (fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
-        return 0;
-    size_t feed_left = (size_t)(manager->feed_end - manager->feed_start);
-    return feed_left < FM5_MAXIMUM_MEDIUM_BLOCK_SIZE && !manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
+    return fm5_optimization_strategy != FastMM_OptimizeForLowMemoryUsage &&
+           __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) + span->span_size <= FM5_MEDIUM_KEPT_SPAN_BYTES;
+}
+
+/* Under the lock: releases the empty spans `manager` keeps. Only the last bin holds whole spans,
+ * which are larger than any block a bin is for. */
+static void release_kept_spans_locked(fm5_medium_manager *manager)
+{
+    fm5_medium_free_links *block = manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
+    while (block) {
+        fm5_medium_free_links *next = block->next;
+        size_t size = fm5_medium_block_size(block);
+        if (whole_span_bytes(block, size)) {
+            bin_remove(manager, block, size);
+            release_span(manager, fm5_medium_span_of(block));
+        }
+        block = next;
+    }
+}
+
+/* The kept spans of every manager but `skip` (NULL for none); a busy manager is passed over unless
+ * `wait`. */
+static void release_kept_spans(const fm5_medium_manager *skip, int wait)
+{
+    for (unsigned a = 0; a < fm5_medium_arena_count && __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED); a++) {
+        fm5_medium_manager *manager = &fm5_medium_managers[a];
+        if (manager == skip || !(wait ? fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER)
+                                      : fm5_try_lock(&manager->gate.locked)))
+            continue;
+        release_kept_spans_locked(manager);
+        fm5_arena_unlock(&manager->gate, release_queued, manager);
+    }
+}
+
+void fm5_medium_release_kept_spans(void)
+{
+    release_kept_spans(NULL, 1);
+}
+
+size_t fm5_medium_kept_span_bytes(void)
+{
+    return __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED);
 }
 
 /* Releases the block at `user`, one leaving use or a free one taken out of its bin, as a free does:
@@ -441,7 +521,7 @@ FM5_INLINE int merge_and_release(fm5_medium_manager *manager, char *user)
         }
         return 0;
     }
-    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(manager)) {
+    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(span)) {
         release_span(manager, span);
         return 1;
     }

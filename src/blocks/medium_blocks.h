@@ -117,6 +117,22 @@ FM5_INLINE int fm5_medium_is_block_start(const fm5_medium_span *span, const void
 }
 
 int fm5_medium_process_pending_frees(int wait);
+
+/* ---- kept empty spans ---------------------------------------------------------------------------
+ * A span whose last block is freed is not unmapped at once: a program whose medium blocks all go and
+ * come back (each pass of FastCode's raw performance test ends so) would pay the OS a mapping and a
+ * page fault for every page it touches again; measured, that was half of raw_perf_1's time at scale
+ * 0.1. So the span stays, one free block in its manager's last bin, served as any free block is, while
+ * the empty spans kept by all medium managers together hold at most FM5_MEDIUM_KEPT_SPAN_BYTES (five
+ * spans of the default size; fm5.h's FastMM_KeptMediumSpanBytes). They count in the memory usage, as
+ * free medium space. The low-memory strategy keeps none; FastMM_ProcessAllPendingFrees returns them
+ * to the OS, and so does a manager that needs a new span that the OS or the usage limit refuses,
+ * before it tries again. */
+#define FM5_MEDIUM_KEPT_SPAN_BYTES ((size_t)16 << 20)
+/* Returns every kept span to the OS, waiting for each manager's lock. */
+void fm5_medium_release_kept_spans(void);
+/* Bytes of the spans kept (a hint, read without the locks). */
+size_t fm5_medium_kept_span_bytes(void);
 /* A quarantined block (blocks/recycling.h) goes back into its bin if the freed-block check now finds
  * it intact (recycled instead once debug mode is off): returns 1 then, 0 if it must stay quarantined.
  * Takes the arena's lock. */

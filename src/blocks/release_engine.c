@@ -4,11 +4,27 @@
 #include "blocks/realloc_rules.h"
 #include "blocks/recycling.h"
 #include "base/events.h"
+#include "base/memory_usage.h"
 #include <string.h>
 
 void *fm5_release_get_mem(size_t size)
 {
     return fm5_release_get_mem_inline(size);
+}
+
+void *fm5_release_get_large_block(size_t size)
+{
+    /* The kept spans give way before the usage limit is reached (which would report an event and use
+     * up its one grace), and after a refusal by the OS. */
+    size_t limit = fm5_memory_limit();
+    if (FM5_UNLIKELY(limit != 0) && fm5_medium_kept_span_bytes() && fm5_memory_usage() + size > limit)
+        fm5_medium_release_kept_spans();
+    void *p = fm5_large_get_mem(size);
+    if (FM5_UNLIKELY(!p) && fm5_medium_kept_span_bytes()) {
+        fm5_medium_release_kept_spans();
+        p = fm5_large_get_mem(size);
+    }
+    return p;
 }
 
 int fm5_release_free_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts)

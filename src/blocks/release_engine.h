@@ -12,6 +12,10 @@
 #include "blocks/medium_blocks.h"
 #include "blocks/large_blocks.h"
 
+/* A large block; when the OS or the usage limit refuses it, once more after the kept empty medium
+ * spans (medium_blocks.h) have gone back. */
+void *fm5_release_get_large_block(size_t size);
+
 /* GetMem: the size picks the manager. Inline for the public GetMem's fast path. */
 FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
 {
@@ -19,7 +23,7 @@ FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
         return fm5_thread_cache_get_mem(size);
     if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
         return fm5_medium_get_mem(size);
-    return fm5_large_get_mem(size);
+    return fm5_release_get_large_block(size);
 }
 
 /* The same out of line: for debug mode, and the asm's GetMem above the small range. */
