@@ -71,8 +71,8 @@ FM5_API size_t FM5_CALL FastMM_BlockMaximumUserBytes(void *p);
 FM5_API size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p);
 
 /* Releases every block waiting on a pending-free list whose arena can be locked now, and returns to
- * the OS the empty medium spans kept (below) and the large-block cache's regions
- * (FastMM_SetLargeBlockCacheLimit). Returns 1 when every list was drained, 0 when some arena stayed
+ * the OS the empty medium spans those arenas keep (below) and the large-block cache's regions
+ * (FastMM_SetLargeBlockCacheLimit). Returns 1 when every arena was done, 0 when some arena stayed
  * busy. */
 FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
 

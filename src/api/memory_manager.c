@@ -235,9 +235,10 @@ size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p)
     return FastMM_BlockMaximumUserBytes(p);
 }
 
-/* Also the trim: the regions the large-block cache holds go back to the OS. */
 _Static_assert(FM5_MEDIUM_KEPT_SPAN_BYTES == FastMM_KeptMediumSpanBytes, "fm5.h states the medium blocks' bound");
 
+/* Also the trim: the kept empty medium spans and the regions the large-block cache holds go back to
+ * the OS. */
 int FM5_CALL FastMM_ProcessAllPendingFrees(void)
 {
     /* The thread caches first, so that what they give back to busy managers is drained below. */
@@ -245,7 +246,7 @@ int FM5_CALL FastMM_ProcessAllPendingFrees(void)
     fm5_thread_cache_request_flush();
     fm5_thread_cache_flush_ended_threads();
     int complete = fm5_release_process_pending_frees();
-    fm5_medium_release_kept_spans();
+    complete &= fm5_medium_release_kept_spans(0);
     fm5_large_cache_release_all();
     return complete;
 }

@@ -78,7 +78,8 @@ FM5_INLINE char *span_end(const fm5_medium_span *span)
  * An empty span stays mapped as one free block in its manager's last bin while the empty spans of all
  * medium managers together hold at most FM5_MEDIUM_KEPT_SPAN_BYTES; kept_span_bytes is their sum. It
  * changes as such a block enters or leaves a bin, under that manager's lock, by atomic adds (the
- * managers' locks are not one lock). */
+ * managers' locks are not one lock; so managers that empty a span at the same moment may each pass
+ * the bound's test, and exceed it by a span each). */
 static size_t kept_span_bytes;
 
 /* The span's bytes when the free block `block` of `size` bytes is all of its span's blocks, else 0. */
@@ -377,7 +378,7 @@ static void *first_pass(void *arena, void *context, int *final)
     return user;
 }
 
-static void release_kept_spans(const fm5_medium_manager *skip, int wait);
+static int release_kept_spans(const fm5_medium_manager *skip, int wait);
 
 /* Under the lock: a new feed span. What other managers keep gives way before the usage limit is
  * reached (which would report an event and use up its one grace) and after a refusal by the OS; this
@@ -453,22 +454,28 @@ static void release_kept_spans_locked(fm5_medium_manager *manager)
 }
 
 /* The kept spans of every manager but `skip` (NULL for none); a busy manager is passed over unless
- * `wait`. */
-static void release_kept_spans(const fm5_medium_manager *skip, int wait)
+ * `wait`. Returns 0 if one was passed over. */
+static int release_kept_spans(const fm5_medium_manager *skip, int wait)
 {
+    int complete = 1;
     for (unsigned a = 0; a < fm5_medium_arena_count && __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED); a++) {
         fm5_medium_manager *manager = &fm5_medium_managers[a];
-        if (manager == skip || !(wait ? fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER)
-                                      : fm5_try_lock(&manager->gate.locked)))
+        if (manager == skip)
             continue;
+        if (!(wait ? fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER)
+                   : fm5_try_lock(&manager->gate.locked))) {
+            complete = 0;
+            continue;
+        }
         release_kept_spans_locked(manager);
         fm5_arena_unlock(&manager->gate, release_queued, manager);
     }
+    return complete;
 }
 
-void fm5_medium_release_kept_spans(void)
+int fm5_medium_release_kept_spans(int wait)
 {
-    release_kept_spans(NULL, 1);
+    return release_kept_spans(NULL, wait);
 }
 
 size_t fm5_medium_kept_span_bytes(void)

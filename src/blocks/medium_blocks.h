@@ -129,8 +129,9 @@ int fm5_medium_process_pending_frees(int wait);
  * to the OS, and so does a manager that needs a new span that the OS or the usage limit refuses,
  * before it tries again. */
 #define FM5_MEDIUM_KEPT_SPAN_BYTES ((size_t)16 << 20)
-/* Returns every kept span to the OS, waiting for each manager's lock. */
-void fm5_medium_release_kept_spans(void);
+/* Returns the kept spans to the OS: those of every manager when `wait` (for its lock), else of those
+ * that can be locked now; 0 if some were passed over. */
+int fm5_medium_release_kept_spans(int wait);
 /* Bytes of the spans kept (a hint, read without the locks). */
 size_t fm5_medium_kept_span_bytes(void);
 /* A quarantined block (blocks/recycling.h) goes back into its bin if the freed-block check now finds

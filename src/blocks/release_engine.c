@@ -18,10 +18,10 @@ void *fm5_release_get_large_block(size_t size)
      * up its one grace), and after a refusal by the OS. */
     size_t limit = fm5_memory_limit();
     if (FM5_UNLIKELY(limit != 0) && fm5_medium_kept_span_bytes() && fm5_memory_usage() + size > limit)
-        fm5_medium_release_kept_spans();
+        fm5_medium_release_kept_spans(1);
     void *p = fm5_large_get_mem(size);
     if (FM5_UNLIKELY(!p) && fm5_medium_kept_span_bytes()) {
-        fm5_medium_release_kept_spans();
+        fm5_medium_release_kept_spans(1);
         p = fm5_large_get_mem(size);
     }
     return p;
