@@ -456,9 +456,7 @@ void fm5_small_release_cached(void *chain)
  * its header with it. A claimed block is in use, so its span stays until the block is released. */
 int fm5_small_free(void *user, fm5_small_span *span)
 {
-    volatile uint16_t *status = fm5_status_word(user);
-    uint16_t old = (uint16_t)fm5_status_load(user);
-    if ((old & FM5_STATUS_FREE) || !fm5_cas_u16(status, old, (uint16_t)(old | FM5_STATUS_FREE)))
+    if (!fm5_small_claim(user, (uint16_t)fm5_status_load(user)))
         return -1;
     fm5_small_release_claimed(user, span);
     return 0;

@@ -105,6 +105,16 @@ void fm5_small_initialize(void);
 /* Only while fm5 holds no memory and nothing allocates (api/tuning.c). */
 void fm5_small_set_arena_count(unsigned count);
 void *fm5_small_get_mem(size_t size);
+/* The claim of a free: sets the free mark of the small block `user` by compare-and-swap from `status`,
+ * its status word as read. Returns 0 when the block was free already or another free claimed it
+ * first: of two frees of one block exactly one claims it. The loser must read nothing of the span,
+ * which the winner may have emptied and released; a claimed block keeps its span until released. */
+FM5_INLINE int fm5_small_claim(void *user, uint16_t status)
+{
+    return !(status & FM5_STATUS_FREE) &&
+           fm5_cas_u16(fm5_status_word(user), status, (uint16_t)(status | FM5_STATUS_FREE));
+}
+
 /* For a block that fm5_identify_block proved to be a live small block. Returns 0, or -1 if it turned
  * out to be free already (a concurrent double free). */
 int fm5_small_free(void *user, fm5_small_span *span);

@@ -301,7 +301,7 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     uint16_t status = (uint16_t)fm5_status_load(user);
     if (status & FM5_STATUS_HAS_DEBUG_INFO)
         return fm5_small_free(user, span);
-    if ((status & FM5_STATUS_FREE) || !fm5_cas_u16(fm5_status_word(user), status, (uint16_t)(status | FM5_STATUS_FREE)))
+    if (!fm5_small_claim(user, status))
         return -1;
     unsigned slot = span->class_slot;
     fm5_thread_cache_bin *bin = &cache->bins[slot];

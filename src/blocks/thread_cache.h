@@ -188,9 +188,7 @@ FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_b
     /* A debug block's outer block goes back to the managers, which know how to keep it. */
     if (FM5_UNLIKELY(status & FM5_STATUS_HAS_DEBUG_INFO))
         return fm5_small_free(user, span);
-    if (FM5_UNLIKELY(status & FM5_STATUS_FREE) ||
-        FM5_UNLIKELY(!__atomic_compare_exchange_n(fm5_status_word(user), &status, (uint16_t)(status | FM5_STATUS_FREE),
-                                                  0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)))
+    if (FM5_UNLIKELY(!fm5_small_claim(user, status)))
         return -1;
     fm5_thread_cache_link(cache, bin, user);
     return 0;
