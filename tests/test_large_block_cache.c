@@ -4,10 +4,11 @@
  *   - a freed 1 MiB block stays mapped (the usage does not drop) and the next 1 MiB request gets the
  *     same region; AllocMem of a recycled region is zero although the freed block was dirty;
  *   - a stale pointer into a cached region is refused (FreeMem -1, one event, no crash);
- *   - a region is reused for a request down to half its size, with the size of the request (the
- *     usable size is the size oracle's), and later in-place growth into its slack makes no mapping;
- *     a request much smaller does not take it; the heap status counts the slack and the cached regions
- *     as unused address space, and its TotalAddrSpace is the memory usage;
+ *   - a region is reused for a smaller request, with the size of the request (the usable size is the
+ *     size oracle's), and later in-place growth into its slack makes no mapping; a request of less
+ *     than half takes it only while the surplus of such blocks stays within the byte limit; the heap
+ *     status counts the slack and the cached regions as unused address space, and its TotalAddrSpace
+ *     is the memory usage;
  *   - the bounds: at most 8 regions, at most the byte limit, and a region unused for a second is
  *     returned at the next large operation; limit 0 turns the cache off;
  *   - FastMM_ProcessAllPendingFrees returns everything: the usage is back at the baseline;
@@ -76,7 +77,7 @@ static void reuse(void)
 
 static void fit(void)
 {
-    SECTION("a region fits a request down to half its size, with the request's size");
+    SECTION("a region serves a smaller request, with the request's size; much smaller within a bound");
     size_t big = 2 * MIB;
     uint8_t *p = FastMM_GetMem(big);
     if (!CHECK(p != NULL))
@@ -105,11 +106,31 @@ static void fit(void)
         CHECK_PATTERN(r, smaller, tu_pattern_key(SEED, 1, 0));
     CHECK_EQ_INT(FastMM_FreeMem(r), 0);
 
-    /* Still a large block (above 558,904 bytes), but less than half the region. */
+    /* Still a large block (above 558,904 bytes), but less than half the region: it takes the region
+     * while the surplus of such blocks stays within the cache's limit, and not beyond. */
     uint8_t *s = FastMM_GetMem(600000);
-    CHECK_MSG(s != p, "a request of less than half the size took the cached region");
-    CHECK_MSG(usage() > held, "a request of less than half the size made no mapping");
+    CHECK_MSG(s == p, "a request of less than half the size got %p, not the cached %p", (void *)s, (void *)p);
+    CHECK_EQ_SIZE(usage(), held);
+    tu_pattern_fill(s, 600000, tu_pattern_key(SEED, 2, 0));
+    FastMM_SetLargeBlockCacheLimit(region_of(big) + GRANULE);
+    uint8_t *t = FastMM_GetMem(big);
+    CHECK_EQ_INT(FastMM_FreeMem(t), 0);
+    held = usage();
+    uint8_t *u = FastMM_GetMem(600000);
+    CHECK_MSG(u != t, "a second small request took a region beyond the surplus limit");
+    CHECK_MSG(usage() > held, "a second small request beyond the surplus limit made no mapping");
+    /* Freeing the first gives its surplus back: the cached region serves the next one. */
+    if (s)
+        CHECK_PATTERN(s, 600000, tu_pattern_key(SEED, 2, 0));
     CHECK_EQ_INT(FastMM_FreeMem(s), 0);
+    CHECK_EQ_INT(FastMM_FreeMem(u), 0);
+    held = usage();
+    uint8_t *v = FastMM_GetMem(600000);
+    CHECK_MSG(v == t || v == p, "after the surplus came back a small request got %p, not a cached region",
+              (void *)v);
+    CHECK_EQ_SIZE(usage(), held);
+    CHECK_EQ_INT(FastMM_FreeMem(v), 0);
+    FastMM_SetLargeBlockCacheLimit(32 * MIB);
     back_to_baseline("fit");
 }
 

@@ -28,7 +28,9 @@ static void unmap_regions(fm5_large_header *header)
 
 /* ---- the cache of freed regions (large_blocks.h) ----------------------------------------------
  * Guarded by cache_lock, which is taken with no other lock held and holds none; the OS calls happen
- * outside it. Entries are kept in the order they came. */
+ * outside it. surplus_bytes, the surplus of live blocks on regions of more than twice their request,
+ * grows under the lock (where it is checked against the limit) and shrinks without it, atomically:
+ * a shrink only makes room, so the bound holds. */
 typedef struct cache_entry {
     fm5_large_header *header;
     uint32_t cached_at_ms;
@@ -39,6 +41,7 @@ static cache_entry cache[FM5_LARGE_CACHE_ENTRIES];
 static unsigned cache_count;
 static size_t cache_bytes;
 static size_t cache_limit = FM5_LARGE_CACHE_DEFAULT_BYTES;
+static size_t surplus_bytes;
 
 static void lock_cache(void)
 {
@@ -113,7 +116,8 @@ void FM5_CALL FastMM_SetLargeBlockCacheLimit(size_t bytes)
 }
 
 /* Keeps a freed region of one mapping, if the bounds allow; 1 when it did (the caller then leaves it
- * mapped). The oldest entry makes room when all are taken. */
+ * mapped). When all entries are taken or the bytes would pass the limit, the smallest regions give
+ * way, this one among them: a large region serves more requests than a small one. */
 static int cache_put(fm5_large_header *header)
 {
     size_t size = header->mapped_size;
@@ -122,28 +126,39 @@ static int cache_put(fm5_large_header *header)
         return 0;
     uint32_t now = fm5_os_tick_ms();
     fm5_ring *chain = NULL;
+    int kept = 1;
     lock_cache();
-    if (cache_count == FM5_LARGE_CACHE_ENTRIES || cache_bytes + size > limit) {
-        /* Room for this one: the oldest go first. */
-        while (cache_count && (cache_count == FM5_LARGE_CACHE_ENTRIES || cache_bytes + size > limit)) {
-            fm5_large_header *old = cache[0].header;
-            remove_entry(0);
+    while (cache_count && (cache_count == FM5_LARGE_CACHE_ENTRIES || cache_bytes + size > limit)) {
+        unsigned smallest = 0;
+        for (unsigned i = 1; i < cache_count; i++)
+            if (cache[i].header->mapped_size < cache[smallest].header->mapped_size)
+                smallest = i;
+        if (cache[smallest].header->mapped_size < size) {
+            fm5_large_header *old = cache[smallest].header;
+            remove_entry(smallest);
             old->ring.next = chain;
             chain = &old->ring;
+        } else {
+            kept = 0;  /* this one is the smallest */
+            break;
         }
     }
-    cache[cache_count].header = header;
-    cache[cache_count].cached_at_ms = now;
-    __atomic_store_n(&cache_count, cache_count + 1, __ATOMIC_RELAXED);
-    __atomic_store_n(&cache_bytes, cache_bytes + size, __ATOMIC_RELAXED);
+    if (kept) {
+        cache[cache_count].header = header;
+        cache[cache_count].cached_at_ms = now;
+        __atomic_store_n(&cache_count, cache_count + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&cache_bytes, cache_bytes + size, __ATOMIC_RELAXED);
+    }
     fm5_unlock(&cache_lock);
     unmap_chain(chain);
-    return 1;
+    return kept;
 }
 
-/* A cached region of at least `size` bytes and at most twice that (the smallest such), or NULL. Twice:
- * buffers of varying sizes then find a region most of the time (large_loop_varied: 0.25 of the time of
- * a quarter's window on Win64), and the slack is counted as unused and goes back with the block. */
+/* The smallest cached region of at least `size` bytes, or NULL; one of more than twice `size` only
+ * while the surplus it adds keeps surplus_bytes within the limit (large_blocks.h). Without that
+ * freedom, buffers of 1-10 MiB freed and allocated in turn (large_loop_varied) found no region a
+ * quarter of the time and faulted in 258 fresh pages a step (a simulation of the workload; 5 with
+ * it). The region's surplus is recorded in its header and counted here until the block is freed. */
 static fm5_large_header *cache_take(size_t size)
 {
     if (!__atomic_load_n(&cache_count, __ATOMIC_RELAXED))
@@ -153,13 +168,25 @@ static fm5_large_header *cache_take(size_t size)
     unsigned best = cache_count;
     for (unsigned i = 0; i < cache_count; i++) {
         size_t have = cache[i].header->mapped_size;
-        if (have >= size && have - size <= size &&
-            (best == cache_count || have < cache[best].header->mapped_size))
+        if (have >= size && (best == cache_count || have < cache[best].header->mapped_size))
             best = i;
     }
     if (best < cache_count) {
-        found = cache[best].header;
-        remove_entry(best);
+        size_t surplus = cache[best].header->mapped_size - size;
+        if (surplus > size) {
+            size_t held = __atomic_load_n(&surplus_bytes, __ATOMIC_RELAXED);
+            if (held + surplus > __atomic_load_n(&cache_limit, __ATOMIC_RELAXED))
+                best = cache_count;
+            else
+                __atomic_fetch_add(&surplus_bytes, surplus, __ATOMIC_RELAXED);
+        } else {
+            surplus = 0;
+        }
+        if (best < cache_count) {
+            found = cache[best].header;
+            remove_entry(best);
+            found->surplus_granules = (uint32_t)(surplus / FM5_OS_GRANULARITY);
+        }
     }
     fm5_unlock(&cache_lock);
     return found;
@@ -167,6 +194,10 @@ static fm5_large_header *cache_take(size_t size)
 
 static void release_regions(fm5_large_header *header)
 {
+    if (header->surplus_granules) {
+        __atomic_fetch_sub(&surplus_bytes, (size_t)header->surplus_granules * FM5_OS_GRANULARITY, __ATOMIC_RELAXED);
+        header->surplus_granules = 0;
+    }
     if (!cache_put(header))
         unmap_regions(header);
 }
@@ -250,6 +281,7 @@ void *fm5_large_get_mem(size_t user_size)
             return NULL;
         }
         header->mapped_size = size;
+        header->surplus_granules = 0;
         header->recycled = 0;
     }
     /* A cached region may be larger: the block is what was asked (rounded to granules), the rest

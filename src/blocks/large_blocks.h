@@ -18,8 +18,11 @@ typedef struct fm5_large_header {
     size_t mapped_size;                  /* bytes mapped, header included, all segments: block_size or,
                                             for a cached region handed to a smaller request, more */
     uint32_t segment_count;              /* OS mappings: more than one after in-place growth */
+    uint32_t surplus_granules;           /* a cached region of more than twice the request: its bytes
+                                            beyond the request, in granules, counted in the cache's
+                                            surplus until the block is freed; else 0 */
     uint8_t recycled;                    /* 1 when the region came from the cache: not zero-filled */
-    uint8_t reserved[64 - 6 * FM5_POINTER_SIZE - 4 - 1 - 2];
+    uint8_t reserved[64 - 6 * FM5_POINTER_SIZE - 4 - 4 - 1 - 2];
     uint16_t status;                     /* the status word before the user address */
 } fm5_large_header;
 
@@ -60,11 +63,16 @@ int fm5_large_process_pending_frees(int wait);
 /* ---- the cache of freed regions ----------------------------------------------------------------
  * A program that frees and allocates buffers of a few MiB in a loop would pay the OS twice a round
  * (a VirtualAlloc and a VirtualFree, then a page fault per page it touches). So a freed large block of
- * one mapping goes to a small cache instead of back to the OS, and an allocation takes a cached region
- * that fits (at most twice what it needs; the rest is the block's slack, which in-place growth uses
- * first) before it maps a new one. Bounded three ways: FM5_LARGE_CACHE_ENTRIES regions, a byte limit
+ * one mapping goes to a small cache instead of back to the OS, and an allocation takes the smallest
+ * cached region that holds it before it maps a new one (the rest is the block's slack, which in-place
+ * growth uses first). Bounded three ways: FM5_LARGE_CACHE_ENTRIES regions, a byte limit
  * (FastMM_SetLargeBlockCacheLimit; FM5_LARGE_CACHE_DEFAULT_BYTES by default, 0 turns the cache off),
  * and age: a region unused for FM5_LARGE_CACHE_AGE_MS goes back to the OS at the next large operation.
+ * When a region must go to make room, the smallest goes: a large region serves more requests. A
+ * region of more than twice the request is taken only while the surplus of all live blocks that
+ * took one (their bytes beyond the request) stays within the byte limit too, so that small blocks
+ * on large regions never hold more than the limit again: at most twice the limit of mapped memory
+ * is in no block.
  * FastMM_ProcessAllPendingFrees returns every cached region, and so does an allocation that the usage
  * limit or the OS would refuse, before it tries again. A cached region stays mapped, counted in the
  * memory usage and in the address map, its header marked free, so a stale pointer into it is "already
