@@ -177,8 +177,10 @@ FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
 
 /* Freed large blocks (of one mapping) are kept mapped in a small cache, at most 8 regions and this
  * many bytes (32 MB by default), each for at most a second, so that allocating and freeing buffers of
- * a few MiB in a loop does not pay the OS each time: a request takes a cached region of up to twice
- * its size (its usable size is still that of the request). 0 turns the cache off. Setting a lower limit
+ * a few MiB in a loop does not pay the OS each time: a request takes the smallest cached region that
+ * holds it (its usable size is still that of the request), one of more than twice its size only while
+ * the bytes such blocks hold beyond their requests stay within the same limit; when the cache is full
+ * the smallest region goes. 0 turns the cache off. Setting a lower limit
  * returns what no longer fits; FastMM_ProcessAllPendingFrees returns everything the cache holds.
  * The cached bytes count in FastMM_GetCurrentMemoryUsage and against the usage limit (the cache gives
  * way first). Debug mode caches nothing, so that a use of a freed large block faults. */

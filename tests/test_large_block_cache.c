@@ -9,7 +9,8 @@
  *     than half takes it only while the surplus of such blocks stays within the byte limit; the heap
  *     status counts the slack and the cached regions as unused address space, and its TotalAddrSpace
  *     is the memory usage;
- *   - the bounds: at most 8 regions, at most the byte limit, and a region unused for a second is
+ *   - the bounds: at most 8 regions (a full cache drops its smallest, or does not keep a smaller
+ *     one), at most the byte limit, and a region unused for a second is
  *     returned at the next large operation; limit 0 turns the cache off;
  *   - FastMM_ProcessAllPendingFrees returns everything: the usage is back at the baseline;
  *   - debug mode caches nothing; a usage limit makes the cache give way without a limit event;
@@ -139,13 +140,23 @@ static void bounds(void)
     SECTION("at most 8 regions, at most the byte limit");
     enum { COUNT = 12 };
     uint8_t *blocks[COUNT];
+    uint8_t *larger = FastMM_GetMem(3 * MIB);
+    uint8_t *smaller = FastMM_GetMem(600000);
     for (int i = 0; i < COUNT; i++)
         blocks[i] = FastMM_GetMem(MIB);
     for (int i = 0; i < COUNT; i++)
         CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
-    CHECK_MSG(usage() <= baseline + 8 * region_of(MIB), "%zu bytes kept for 12 freed 1 MiB blocks",
-              usage() - baseline);
-    CHECK_MSG(usage() >= baseline + 8 * region_of(MIB), "fewer than 8 regions kept: %zu bytes", usage() - baseline);
+    size_t full = usage() - region_of(3 * MIB) - region_of(600000);
+    CHECK_MSG(full <= baseline + 8 * region_of(MIB), "%zu bytes kept for 12 freed 1 MiB blocks",
+              full - baseline);
+    CHECK_MSG(full >= baseline + 8 * region_of(MIB), "fewer than 8 regions kept: %zu bytes", full - baseline);
+    /* Full: a larger region makes the smallest go; a smaller one is not kept. */
+    CHECK_EQ_INT(FastMM_FreeMem(larger), 0);
+    CHECK_MSG(usage() == full + region_of(3 * MIB) - region_of(MIB) + region_of(600000),
+              "a freed 3 MiB block did not take the place of a 1 MiB region: %zu bytes", usage() - baseline);
+    CHECK_EQ_INT(FastMM_FreeMem(smaller), 0);
+    CHECK_MSG(usage() == full + region_of(3 * MIB) - region_of(MIB),
+              "a region smaller than every cached one was kept: %zu bytes", usage() - baseline);
     FastMM_SetLargeBlockCacheLimit(3 * MIB);
     CHECK_EQ_SIZE(FastMM_GetLargeBlockCacheLimit(), 3 * MIB);
     CHECK_MSG(usage() <= baseline + 3 * MIB, "the 3 MiB limit keeps %zu bytes", usage() - baseline);
