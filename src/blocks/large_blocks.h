@@ -71,8 +71,10 @@ int fm5_large_process_pending_frees(int wait);
  * When a region must go to make room, the smallest goes: a large region serves more requests. A
  * region of more than twice the request is taken only while the surplus of all live blocks that
  * took one (their bytes beyond the request) stays within the byte limit too, so that small blocks
- * on large regions never hold more than the limit again: at most twice the limit of mapped memory
- * is in no block.
+ * on large regions never hold more than the limit again. Mapped beyond what blocks asked for, then:
+ * the cache (at most the limit), that surplus (at most the limit, counted as taken: an in-place
+ * shrink to no less than half does not add to it), and the slack of blocks on regions of at most
+ * twice their request (at most their own size each, as before the surplus rule).
  * FastMM_ProcessAllPendingFrees returns every cached region, and so does an allocation that the usage
  * limit or the OS would refuse, before it tries again. A cached region stays mapped, counted in the
  * memory usage and in the address map, its header marked free, so a stale pointer into it is "already
