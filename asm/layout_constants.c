@@ -109,10 +109,10 @@ void fm5_layout_constants(void)
     EMIT(SPAN_BLOCK_SIZE, offsetof(fm5_small_span, block_size));
     EMIT(SPAN_CLASS_SLOT, offsetof(fm5_small_span, class_slot));
     EMIT(SPAN_BLOCK_SIZE_RECIPROCAL, offsetof(fm5_small_span, block_size_reciprocal));
+    EMIT(SPAN_BLOCKS_BYTES, offsetof(fm5_small_span, blocks_bytes));
     EMIT(SMALL_CLASS_COUNT, FM5_SMALL_CLASS_COUNT);
     EMIT(SPAN_HEADER_SIZE, FM5_SMALL_SPAN_HEADER_SIZE);
     EMIT(SPAN_TAG_KEY, FM5_SMALL_SPAN_TAG_KEY);
-    EMIT(SMALL_MAXIMUM_BLOCK_OFFSET, FM5_SMALL_MAXIMUM_BLOCK_OFFSET);
 
     /* The manager is also its span list's sentinel: its first two fields line up with a span's. */
     EMIT(MANAGER_FIRST_PARTIALLY_FREE, offsetof(fm5_small_manager, partially_free.next));

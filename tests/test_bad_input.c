@@ -17,6 +17,8 @@
  * in release mode, in debug mode (where the outer block's start, 64 bytes before the debug block, was
  * once accepted), and on the same debug blocks after debug mode ends; every live block keeps its
  * content and size.
+ * For every small class, every aligned pointer inside a block, behind two bytes forged into a status
+ * word that leads to the block's own span, is refused: only the block-boundary test can tell.
  * Requests that cannot be met (sizes near SIZE_MAX, calloc overflow, past the memory usage limit)
  * return NULL with the process intact; the first limit failure raises the limit once by 32 MB.
  */
@@ -208,6 +210,88 @@ static void interior_pointers(void)
         snprintf(name, sizeof name, "%s block - 1", tu_kind_name(tu_expected_kind(lives[i].size)));
         foreign_pointer(name, p - 1);
     }
+}
+
+/* FreeMem's block-boundary test is one multiplication (src/blocks/small_blocks.h,
+ * fm5_small_is_block_start): x is a multiple of the block size b exactly when x * ceil(2^32 / b) mod
+ * 2^32 is below ceil(2^32 / b), for every offset x below a span's reach (2^19 bytes). First that
+ * arithmetic for every small block size and every offset. Then, for every small class, every aligned
+ * address q inside the first and the last of a run of its blocks, with the two bytes before q made
+ * to look like a live small block's status word that leads to the block's own span (as a program's
+ * data may), so that only the boundary test can tell: FreeMem, ReallocMem and the size query must
+ * refuse q with one event each, and every block keeps its content and frees normally. */
+#define SPAN_REACH ((uint32_t)1 << 19)
+#define CLASS_RUN_BYTES 32768u
+/* A small block's status word (src/blocks/block_status.h, geometry.h): flags in the low 3 bits, above
+ * them the distance in 64-byte lines from the block's line back to its span. */
+#define STATUS_FLAG_BITS 3u
+#define LINE_BYTES 64u
+
+static void every_class_interior_pointers(void)
+{
+    SECTION("the one-multiplication boundary test, for every small block size and offset");
+    size_t previous = 0;
+    for (size_t n = 1; n <= TU_MAX_SMALL_USER; n++) {
+        size_t b = tu_small_block_size(n, TU_DEFAULT_ALIGNMENT);
+        if (b == previous)
+            continue;
+        previous = b;
+        uint32_t r = (uint32_t)((((uint64_t)1 << 32) + b - 1) / b);
+        unsigned wrong = 0;
+        for (uint32_t x = 0; x < SPAN_REACH; x++)
+            wrong += ((uint32_t)(x * r) < r) != (x % b == 0);
+        CHECK_MSG(wrong == 0, "block size %zu: the test is wrong at %u offsets", b, wrong);
+    }
+
+    SECTION("aligned interior pointers of every small class, behind a status word of their span");
+    previous = 0;
+    static void *run[CLASS_RUN_BYTES / 8 + 2]; /* the smallest class has 8-byte blocks */
+    for (size_t n = 1; n <= TU_MAX_SMALL_USER; n++) {
+        size_t b = tu_small_block_size(n, TU_DEFAULT_ALIGNMENT);
+        if (b == previous)
+            continue;
+        previous = b;
+        size_t usable = b - TU_SMALL_HEADER, count = CLASS_RUN_BYTES / b + 2, lowest = 0, highest = 0;
+        for (size_t i = 0; i < count; i++) {
+            run[i] = FastMM_GetMem(usable);
+            if (!CHECK_MSG(run[i] != NULL, "FastMM_GetMem(%zu) failed", usable)) {
+                count = i;
+                break;
+            }
+            tu_pattern_fill(run[i], usable, (uint64_t)b * 1000 + i);
+            if ((uintptr_t)run[i] < (uintptr_t)run[lowest])
+                lowest = i;
+            if ((uintptr_t)run[i] > (uintptr_t)run[highest])
+                highest = i;
+        }
+        size_t refused = 0, tried = 0;
+        for (int end = 0; end < 2 && count; end++) {
+            char *p = run[end ? highest : lowest];
+            unsigned own = tu_status_word(p);
+            for (size_t k = TU_DEFAULT_ALIGNMENT; k < usable; k += TU_DEFAULT_ALIGNMENT) {
+                char *q = p + k;
+                uintptr_t lines = ((uintptr_t)q / LINE_BYTES) - ((uintptr_t)p / LINE_BYTES);
+                uint16_t forged = (uint16_t)(own + (lines << STATUS_FLAG_BITS)), saved;
+                memcpy(&saved, q - TU_SMALL_HEADER, 2);
+                memcpy(q - TU_SMALL_HEADER, &forged, 2);
+                tried += 3;
+                tu_events_reset();
+                refused += FastMM_FreeMem(q) == -1 && tu_events_total() == 1;
+                tu_events_reset();
+                refused += FastMM_ReallocMem(q, n) == NULL && tu_events_total() == 1;
+                tu_events_reset();
+                refused += FastMM_BlockMaximumUserBytes(q) == 0 && tu_events_total() == 1;
+                memcpy(q - TU_SMALL_HEADER, &saved, 2);
+            }
+        }
+        CHECK_MSG(refused == tried, "block size %zu: %zu of %zu interior calls refused with one event", b, refused,
+                  tried);
+        for (size_t i = 0; i < count; i++) {
+            CHECK_PATTERN(run[i], usable, (uint64_t)b * 1000 + i);
+            CHECK_MSG(FastMM_FreeMem(run[i]) == 0, "block size %zu: block %zu did not free", b, i);
+        }
+    }
+    tu_events_reset();
 }
 
 /* Two small blocks of `size` that lie next to each other, hence in one span: while the keeper lives,
@@ -518,6 +602,7 @@ int main(void)
 
     foreign_memory();
     interior_pointers();
+    every_class_interior_pointers();
     freed_blocks();
     unmeetable_requests();
     memory_limit();

@@ -210,6 +210,7 @@ static void *new_span_locked(fm5_small_manager *manager)
     span->block_size = manager->block_size;
     span->class_slot = (uint16_t)manager->gate.row_index;
     span->block_size_reciprocal = manager->block_size_reciprocal;
+    span->blocks_bytes = count * block_size;
     span->identity_tag = fm5_small_span_tag(span);
     /* Every status word is written now, marked free until fed: a walk or a stray free then never meets
      * a status word that is still being written, and a pointer to an unfed block is refused. */
@@ -466,7 +467,8 @@ void fm5_small_release_claimed(void *user, fm5_small_span *span)
 {
     fm5_small_manager *manager = span->manager;
     FM5_ASSERT(span->block_size == manager->block_size && span->class_slot == manager->gate.row_index &&
-               span->block_size_reciprocal == manager->block_size_reciprocal);
+               span->block_size_reciprocal == manager->block_size_reciprocal &&
+               span->blocks_bytes == span->total_blocks * span->block_size);
     FM5_ASSERT(fm5_status_load(user) & FM5_STATUS_FREE);
     if (fm5_try_lock(&manager->gate.locked)) {
         release_block(manager, user);

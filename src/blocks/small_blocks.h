@@ -33,7 +33,8 @@ typedef struct fm5_small_span {
     uint16_t block_size;
     uint16_t class_slot;
     uint32_t block_size_reciprocal;
-    uint8_t reserved[64 - 5 * FM5_POINTER_SIZE - 16];
+    uint32_t blocks_bytes;      /* total_blocks * block_size, fixed: the span's blocks end there */
+    uint8_t reserved[64 - 5 * FM5_POINTER_SIZE - 20];
 } fm5_small_span;
 
 #define FM5_SMALL_SPAN_TAG_KEY ((uintptr_t)0x5EA5C0DE5EA5C0DEull)
@@ -86,19 +87,21 @@ FM5_INLINE int fm5_is_small_manager(const void *manager)
     return offset < sizeof fm5_small_managers && offset % sizeof(fm5_small_manager) == 0;
 }
 
-/* No span is this long: a larger offset is not a block of the span (and keeps the product below exact). */
-#define FM5_SMALL_MAXIMUM_BLOCK_OFFSET (1u << 20)
-_Static_assert(FM5_SMALL_MAXIMUM_SPAN_REACH <= FM5_SMALL_MAXIMUM_BLOCK_OFFSET, "every block of a span is below the limit");
-/* With r = ceil(2^32 / b), floor(k * b * r / 2^32) == k exactly while k * b < 2^32. */
-_Static_assert((uint64_t)FM5_SMALL_MAXIMUM_BLOCK_OFFSET < ((uint64_t)1 << 32), "the reciprocal index is exact below the limit");
-
-/* Is `user` exactly on a block boundary of `span`, among its blocks? */
+/* Is `user` exactly on a block boundary of `span`, among its blocks? One multiplication: with
+ * r = ceil(2^32 / b) = (2^32 + e) / b, 0 <= e < b, and an offset x = q * b + s (0 <= s < b) below the
+ * span's reach R, x * r mod 2^32 = q * e + s * r. For s = 0 that is below q * b <= R, hence below r;
+ * for s > 0 it is at least r and below (b - 1) * r + R < 2^32 - 2^32 / b + b + R, which stays below
+ * 2^32 (no wrap) while R + b < 2^32 / b. So x is a multiple of b exactly when x * r mod 2^32 < r
+ * (Lemire, Kaser and Kurz, "Faster remainder by direct computation", 2019). asm/ repeats it
+ * (small_block_validation.inc); test_bad_input checks it for every class and offset. */
+_Static_assert(FM5_SMALL_MAXIMUM_SPAN_REACH + FM5_MAXIMUM_SMALL_BLOCK_SIZE <
+                   ((uint64_t)1 << 32) / FM5_MAXIMUM_SMALL_BLOCK_SIZE,
+               "the one-multiplication boundary test is exact for every small block size and offset");
 FM5_INLINE int fm5_small_is_block_start(const fm5_small_span *span, const void *user)
 {
     uintptr_t offset = (uintptr_t)user - ((uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE);
-    uint32_t index = (uint32_t)(((uint64_t)(uint32_t)offset * span->block_size_reciprocal) >> 32);
-    return offset < FM5_SMALL_MAXIMUM_BLOCK_OFFSET && (uintptr_t)index * span->block_size == offset &&
-           index < span->total_blocks;
+    return offset < span->blocks_bytes &&
+           (uint32_t)((uint32_t)offset * span->block_size_reciprocal) < span->block_size_reciprocal;
 }
 
 void fm5_small_initialize(void);
