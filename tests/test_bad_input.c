@@ -230,12 +230,8 @@ static void interior_pointers(void)
 static void every_class_interior_pointers(void)
 {
     SECTION("the one-multiplication boundary test, for every small block size and offset");
-    size_t previous = 0;
-    for (size_t n = 1; n <= TU_MAX_SMALL_USER; n++) {
-        size_t b = tu_small_block_size(n, TU_DEFAULT_ALIGNMENT);
-        if (b == previous)
-            continue;
-        previous = b;
+    for (size_t c = 0; c < TU_SMALL_CLASS_COUNT; c++) {
+        size_t b = tu_small_classes[c];
         uint32_t r = (uint32_t)((((uint64_t)1 << 32) + b - 1) / b);
         unsigned wrong = 0;
         for (uint32_t x = 0; x < SPAN_REACH; x++)
@@ -244,13 +240,11 @@ static void every_class_interior_pointers(void)
     }
 
     SECTION("aligned interior pointers of every small class, behind a status word of their span");
-    previous = 0;
     static void *run[CLASS_RUN_BYTES / 8 + 2]; /* the smallest class has 8-byte blocks */
-    for (size_t n = 1; n <= TU_MAX_SMALL_USER; n++) {
-        size_t b = tu_small_block_size(n, TU_DEFAULT_ALIGNMENT);
-        if (b == previous)
-            continue;
-        previous = b;
+    for (size_t c = 0; c < TU_SMALL_CLASS_COUNT; c++) {
+        size_t b = tu_small_classes[c];
+        if (b % TU_DEFAULT_ALIGNMENT)
+            continue; /* a class that only a smaller minimum alignment uses */
         size_t usable = b - TU_SMALL_HEADER, count = CLASS_RUN_BYTES / b + 2, lowest = 0, highest = 0;
         for (size_t i = 0; i < count; i++) {
             run[i] = FastMM_GetMem(usable);
@@ -278,7 +272,7 @@ static void every_class_interior_pointers(void)
                 tu_events_reset();
                 refused += FastMM_FreeMem(q) == -1 && tu_events_total() == 1;
                 tu_events_reset();
-                refused += FastMM_ReallocMem(q, n) == NULL && tu_events_total() == 1;
+                refused += FastMM_ReallocMem(q, usable) == NULL && tu_events_total() == 1;
                 tu_events_reset();
                 refused += FastMM_BlockMaximumUserBytes(q) == 0 && tu_events_total() == 1;
                 memcpy(q - TU_SMALL_HEADER, &saved, 2);
