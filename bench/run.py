@@ -208,6 +208,14 @@ def parse_args(argv):
     for arch in args.arches:
         if arch not in ARCHES:
             parser.error(f"unknown architecture {arch!r} (win32, win64)")
+    args.arch_notes = []
+    if "win32" in args.arches and not args.bench_cmd and not args.peer_spec and not i386_runs():
+        note = ("win32 not measured: this machine cannot execute 32-bit x86 programs (Wine's i386 loader "
+                "is refused; scripts/wine-env.sh, fm5_i386_runs)")
+        if args.arches == ["win32"]:
+            parser.error(note)
+        args.arches.remove("win32")
+        args.arch_notes.append(note)
     if args.compare:
         pair = [a for a in args.compare.split(",") if a]
         if len(pair) != 2 or pair[0] == pair[1]:
@@ -248,6 +256,12 @@ def parse_args(argv):
         parser.error("--scale must be positive")
     args.out = os.path.abspath(args.out)
     return args
+
+
+def i386_runs():
+    """Whether Wine can run Win32 programs here: the probe that scripts/run-tests.sh also asks."""
+    probe = subprocess.run(["sh", "-c", ". scripts/wine-env.sh && fm5_i386_runs"], cwd=REPO)
+    return probe.returncode == 0
 
 
 def select_workloads(listed, patterns):
@@ -430,7 +444,7 @@ class Runner:
             "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
             "workloads": [{k: t[k] for k in ("arch", "name", "category", "threads", "allocators", "pairs")}
                           for t in self.tasks],
-            "failures": self.failures, "skipped": self.skipped,
+            "failures": self.failures, "skipped": self.args.arch_notes + self.skipped,
         }
 
     def run(self):
@@ -439,7 +453,7 @@ class Runner:
         log(f"bench: {self.args.mode} mode, {len(self.tasks)} workload runs on {','.join(self.args.arches)}, "
             f"allocators {','.join(self.args.allocator_list)}, {self.args.warmups} warm-up(s) + "
             f"{self.args.pairs} pairs, output {self.args.out}")
-        for note in self.skipped:
+        for note in self.args.arch_notes + self.skipped:
             log(f"bench: skipped {note}")
         self.open_csv()
         try:

@@ -20,3 +20,23 @@ fm5_wine_env() {
     # Wine must not try to open windows: CI has no display and a console program needs none.
     unset DISPLAY WAYLAND_DISPLAY
 }
+
+# Can this machine run Win32 programs? Debian's 32-bit loader is an i386 Linux program, and some
+# kernels refuse every i386 executable ("Exec format error"): seen on a PVM guest (2026-12-03), whose
+# kernel runs no 32-bit user code. There only Win64 programs run, through /usr/lib/wine/wine64;
+# scripts/run-tests.sh and bench/run.py then leave the Win32 programs unrun and say so. The answer
+# is false too when wine32 is not installed.
+fm5_i386_runs() {
+    /usr/lib/wine/wine --version >/dev/null 2>&1
+}
+
+# Runs Wine's tools (wineboot) on a loader this machine can execute: Debian's `wine` is the 32-bit
+# loader, so where that cannot run the 64-bit one serves (it builds the same 64-bit prefix; only
+# the 32-bit half of its set-up, which nothing here could run anyway, fails with a message).
+fm5_wine_tool() {
+    if fm5_i386_runs || [ ! -x /usr/lib/wine/wine64 ]; then
+        wine "$@"
+    else
+        WINELOADER=/usr/lib/wine/wine64 /usr/lib/wine/wine64 "$@"
+    fi
+}

@@ -19,7 +19,7 @@ setup)
         WINEPREFIX=$final.partial
         rm -rf "$WINEPREFIX"
         echo "wine-prefix: creating $final"
-        if ! wineboot -i >>"$log" 2>&1 </dev/null; then
+        if ! fm5_wine_tool wineboot -i >>"$log" 2>&1 </dev/null; then
             cat "$log" >&2
             exit 1
         fi
@@ -37,7 +37,7 @@ setup)
     # would wait on them until the timeout. So start them all here, writing to a file. With -p they
     # stay up for the whole run and no test starts them again.
     wineserver -p >>"$log" 2>&1 </dev/null
-    wineboot >>"$log" 2>&1 </dev/null
+    fm5_wine_tool wineboot >>"$log" 2>&1 </dev/null
     echo "wine-prefix: $WINEPREFIX ready, persistent wineserver started (log: $log)"
     ;;
 cleanup)

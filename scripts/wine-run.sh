@@ -23,4 +23,9 @@ if [ -x /usr/lib/wine/wine64 ] && [ -f "${1:-}" ] && [ "$(pe_machine "$1")" = 86
     export WINELOADER
     exec /usr/lib/wine/wine64 "$@"
 fi
+if ! fm5_i386_runs; then
+    echo "wine-run: this machine cannot execute 32-bit x86 programs (the kernel refuses Wine's i386" \
+         "loader, or wine32 is not installed): ${1:-} not run" >&2
+    exit 126
+fi
 exec wine "$@"
