@@ -34,7 +34,7 @@ def fixtures(t, kind):
 wine = [t for t in tests if "wine" in fixtures(t, "FIXTURES_REQUIRED") + fixtures(t, "FIXTURES_SETUP")
         + fixtures(t, "FIXTURES_CLEANUP")]
 host = [t["name"] for t in tests if t not in wine]
-print("^(" + "|".join(re.escape(n) for n in host) + ")$" if host else "^$")
+print("^(" + "|".join(re.escape(n) for n in host) + ")$" if host else "")
 print(sum(1 for t in wine if not fixtures(t, "FIXTURES_SETUP") + fixtures(t, "FIXTURES_CLEANUP")))
 '
 }
@@ -61,6 +61,12 @@ for variant in "$@"; do
         selection=(-R "$(head -n 1 <<<"$listing")")
         skipped=$(tail -n 1 <<<"$listing")
         echo "==== $variant: $skipped tests that run under Wine not run: $i386_note"
+        if [ -z "$(head -n 1 <<<"$listing")" ]; then
+            # Every test of the variant needs Wine (the checker-only variants): nothing to run.
+            summaries+=("$variant: built; no test without Wine; $skipped tests not run: $i386_note")
+            total_skipped=$((total_skipped + skipped))
+            continue
+        fi
     fi
     ctest --preset "$variant" "${selection[@]}" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
