@@ -53,7 +53,7 @@ function(fm5_add_host_test name source)
     set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} ENVIRONMENT "${FM5_SANITIZER_ENVIRONMENT}")
 endfunction()
 
-set(FM5_STATIC_TESTS test_os_failures test_arena_affinity)
+set(FM5_STATIC_TESTS test_os_failures test_arena_affinity test_address_map)
 # One source, two tests (as in tests/CMakeLists.txt): the static one reports the guard's tombstones.
 fm5_add_host_test(test_bad_pointer_race_static ${FM5_TESTS_DIR}/test_bad_pointer_race.c STATIC)
 file(GLOB FM5_TEST_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/test_*.c)

@@ -3,6 +3,7 @@
  * check, so each is stored and loaded whole (relaxed atomics: plain byte moves on x86). */
 #include "base/address_map.h"
 #include "base/os.h"
+#include "base/checked.h"
 
 /* Beside each owner byte, one more: "fm5's once, released since" (set by a removal, cleared by an
  * add). A byte, not a bit, so that each granule's flag is written with a plain store, as its owner. */
@@ -61,18 +62,30 @@ static uint8_t *released_byte(uintptr_t address, int create)
 }
 #endif
 
-/* When a leaf cannot be mapped, the granules already marked are unmarked again (their leaves exist),
- * so that a failed add leaves the map as it was. */
-static int mark(uintptr_t start, size_t size, uint8_t first, uint8_t rest)
+/* A granule's byte (address_map.h): its kind and its run, the run capped. */
+FM5_INLINE uint8_t owner_byte(unsigned kind, size_t run)
 {
-    for (uintptr_t a = start; a < start + size; a += (uintptr_t)1 << FM5_GRANULE_SHIFT) {
+    return (uint8_t)(kind | (run < FM5_GRANULE_RUN_LIMIT ? run : FM5_GRANULE_RUN_LIMIT) << FM5_GRANULE_RUN_SHIFT);
+}
+
+/* Marks [start, start + size): the first granule `first` with run `first_run`, then FM5_GRANULE_INSIDE
+ * granules whose runs count on (all 0 when `first` is FM5_GRANULE_NOT_OURS). When a leaf cannot be
+ * mapped, the granules already marked are unmarked again (their leaves exist), so that a failed add
+ * leaves the map as it was. */
+static int mark(uintptr_t start, size_t size, unsigned first, size_t first_run)
+{
+    size_t run = first_run;
+    for (uintptr_t a = start; a < start + size; a += (uintptr_t)1 << FM5_GRANULE_SHIFT, run++) {
         uint8_t *slot = granule_slot(a);
         if (!slot) {
             for (uintptr_t b = start; b < a; b += (uintptr_t)1 << FM5_GRANULE_SHIFT)
                 __atomic_store_n(granule_slot(b), (uint8_t)FM5_GRANULE_NOT_OURS, __ATOMIC_RELAXED);
             return 0;
         }
-        __atomic_store_n(slot, a == start ? first : rest, __ATOMIC_RELAXED);
+        uint8_t owner = first == FM5_GRANULE_NOT_OURS ? (uint8_t)FM5_GRANULE_NOT_OURS
+                        : a == start                 ? owner_byte(first, run)
+                                                     : owner_byte(FM5_GRANULE_INSIDE, run);
+        __atomic_store_n(slot, owner, __ATOMIC_RELAXED);
         /* Its leaf exists now (granule_slot made it). Cleared only when set: most granules were never
          * released, and a read is cheaper than a store that dirties the line. */
         uint8_t *released = released_byte(a, 1);
@@ -96,15 +109,17 @@ int fm5_address_map_was_released(uintptr_t address)
 
 int fm5_address_map_add(void *base, size_t size, enum fm5_granule_owner first_owner)
 {
-    return mark((uintptr_t)base, size, (uint8_t)first_owner, FM5_GRANULE_INSIDE);
+    return mark((uintptr_t)base, size, first_owner, 0);
 }
 
 int fm5_address_map_extend(void *address, size_t size)
 {
-    return mark((uintptr_t)address, size, FM5_GRANULE_INSIDE, FM5_GRANULE_INSIDE);
+    unsigned last = *granule_slot((uintptr_t)address - 1);
+    FM5_ASSERT(last != FM5_GRANULE_NOT_OURS);
+    return mark((uintptr_t)address, size, FM5_GRANULE_INSIDE, (last >> FM5_GRANULE_RUN_SHIFT) + 1);
 }
 
 void fm5_address_map_remove(void *base, size_t size)
 {
-    mark((uintptr_t)base, size, FM5_GRANULE_NOT_OURS, FM5_GRANULE_NOT_OURS);
+    mark((uintptr_t)base, size, FM5_GRANULE_NOT_OURS, 0);
 }

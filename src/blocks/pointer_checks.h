@@ -26,16 +26,27 @@ FM5_INLINE int fm5_status_word_is_ours(const void *user)
            fm5_granule_owner((uintptr_t)user - 1) != FM5_GRANULE_NOT_OURS;
 }
 
+/* Is the 64-byte span header that the status word of `user` names in memory that fm5 owns? The caller
+ * has proved the granule of the status word (fm5_status_word_is_ours). The header must end at or before
+ * `user` (a span's blocks follow its header) and start no lower than that granule's run reaches
+ * (address_map.h): every address in between is then of one fm5 region, or of the proved granule, with
+ * no second look-up. A span's header lies at most FM5_SMALL_MAXIMUM_SPAN_REACH before its blocks, which
+ * the run limit covers, so no real span fails. */
+FM5_INLINE int fm5_small_span_header_is_ours(const fm5_small_span *span, const void *user)
+{
+    uintptr_t lowest = fm5_granule_run_start((uintptr_t)user - 1, fm5_granule_owner((uintptr_t)user - 1));
+    return (uintptr_t)span >= lowest && (uintptr_t)span + FM5_SMALL_SPAN_HEADER_SIZE <= (uintptr_t)user;
+}
+_Static_assert(FM5_SMALL_MAXIMUM_SPAN_REACH <= (FM5_GRANULE_RUN_LIMIT << FM5_GRANULE_SHIFT),
+               "a small span's header is always within the run that the status word's granule proves");
+
 /* The span of the small block at `user`, whose status word `status` says it is small, or NULL when the
  * span's bookkeeping does not vouch for a block starting exactly there. The caller has proved that the
  * status word is fm5's. */
 FM5_INLINE fm5_small_span *fm5_small_block_span(const void *user, unsigned status)
 {
     fm5_small_span *span = fm5_small_span_of(user, status);
-    /* The span header is one 64-byte line, so in one granule; it needs no look-up when that is the
-     * granule already proved to hold the status word. */
-    if ((((uintptr_t)span ^ ((uintptr_t)user - 1)) >> FM5_GRANULE_SHIFT) != 0 &&
-        fm5_granule_owner((uintptr_t)span) == FM5_GRANULE_NOT_OURS)
+    if (!fm5_small_span_header_is_ours(span, user))
         return NULL;
     fm5_small_manager *manager = span->manager;
     if (span->identity_tag != fm5_small_span_tag(span) || !fm5_is_small_manager(manager) ||
