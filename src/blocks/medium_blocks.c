@@ -331,7 +331,8 @@ static void release_block(void *manager, void *block)
 
 static void release_queued(void *manager, void *block)
 {
-    fm5_medium_header_of(block)->status &= (uint16_t)~FM5_STATUS_PENDING_FREE;
+    /* Pointer checks and a neighbour's unlocked growth test read it meanwhile: one whole store. */
+    fm5_status_store(block, fm5_status_load(block) & ~FM5_STATUS_PENDING_FREE);
     free_locked(manager, block);
 }
 
@@ -507,7 +508,7 @@ FM5_INLINE int merge_and_release(fm5_medium_manager *manager, char *user)
                                ? *(uint32_t *)(user - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t))
                                : 0;
     if (merge && previous_size &&
-        fm5_medium_header_of(user - previous_size)->status == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
+        fm5_status_load(user - previous_size) == (FM5_STATUS_MEDIUM | FM5_STATUS_FREE)) {
         char *previous = user - previous_size;
         if (previous_size >= FM5_MINIMUM_MEDIUM_BLOCK_SIZE)
             bin_remove(manager, (fm5_medium_free_links *)previous, previous_size);
@@ -691,8 +692,8 @@ static int grow_locked(fm5_medium_manager *manager, char *user, size_t new_user_
     fm5_medium_span *span = fm5_medium_span_of(user);
     size_t size = fm5_medium_block_size(user);
     char *next = user + size;
-    fm5_medium_header *next_header = fm5_medium_header_of(next);
-    if (next_header->status != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE))
+    /* The neighbour's owner may be setting its pending-free bit right now: one whole read. */
+    if (fm5_status_load(next) != (FM5_STATUS_MEDIUM | FM5_STATUS_FREE))
         return 0;
     size_t next_size = fm5_medium_block_size(next);
     size_t needed = fm5_round_up(new_user_size + FM5_MEDIUM_HEADER_SIZE, FM5_MEDIUM_ALIGNMENT);
