@@ -20,7 +20,8 @@
  *   - no false sharing (cache_scratch's case): a thread that frees a block another thread allocated
  *     next to one it keeps, and allocates the same size, gets a block on no line of the kept block;
  *   - two threads freeing one block at the same moment: exactly one succeeds, the other gets -1 and an
- *     event, and no block is then handed out twice (the free claims the block by compare-and-swap);
+ *     event, and no block is then handed out twice (the free claims the block by compare-and-swap),
+ *     for a small block and a medium one;
  *   - debug mode's entry flushes the caller's cache at once and every other thread's at its next call,
  *     caches stay off during debug mode and come back after it;
  *   - the minimum-alignment change and FastMM_ProcessAllPendingFrees flush the caller's cache;
@@ -696,6 +697,7 @@ int main(void)
     handover(64, baseline_bytes, baseline_blocks);
     double_free_race(24, 0);
     double_free_race(1800, 1);
+    double_free_race(20000, 0);   /* a medium block: claimed under the lock, or queued */
     no_false_sharing();
     flushes(baseline_bytes, baseline_blocks);
 #ifdef _WIN32

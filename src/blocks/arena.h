@@ -105,14 +105,25 @@ typedef struct fm5_arena_status_rule {
     uint16_t queued_mark;
 } fm5_arena_status_rule;
 
+/* Claims a live block for its free: the queued mark by compare-and-swap, so that of two frees of one
+ * block racing (one queued, one under the lock, or a thread cache's claim) exactly one wins. */
+FM5_INLINE int fm5_arena_claim(volatile uint16_t *status, fm5_arena_status_rule rule)
+{
+    uint16_t old = __atomic_load_n(status, __ATOMIC_RELAXED);
+    return (old & rule.live_mask) == rule.live_value && fm5_cas_u16(status, old, (uint16_t)(old | rule.queued_mark));
+}
+
 /* Frees `block` under its owner's gate when the lock is free now (`release_locked`, then the drain),
- * else marks it queued and pushes it on the gate's pending list. Returns 0, or -1 if the block was not
- * live (freed before, or by another thread meanwhile). */
+ * else pushes it on the gate's pending list; claimed first either way (fm5_arena_claim), so both
+ * releases meet a block that carries the queued mark until they write its new state. The lock alone
+ * would not do: the queued path and the thread caches claim without it, and a check under the lock
+ * followed by plain writes let one of them claim the block in between (before 2026-12-04). Returns
+ * 0, or -1 if the block was not live (freed before, or by another thread meanwhile). */
 FM5_INLINE int fm5_arena_free(fm5_arena_gate *gate, void *block, volatile uint16_t *status, fm5_arena_status_rule rule,
                               fm5_arena_release_fn release_locked, fm5_arena_release_fn release_queued, void *context)
 {
     if (fm5_try_lock(&gate->locked)) {
-        if ((*status & rule.live_mask) != rule.live_value) {
+        if (!fm5_arena_claim(status, rule)) {
             fm5_unlock(&gate->locked);
             return -1;
         }
@@ -120,9 +131,7 @@ FM5_INLINE int fm5_arena_free(fm5_arena_gate *gate, void *block, volatile uint16
         fm5_arena_unlock(gate, release_queued, context);
         return 0;
     }
-    /* Busy owner: the mark first, by compare-and-swap, so that of two racing frees only one queues. */
-    uint16_t old = *status;
-    if ((old & rule.live_mask) != rule.live_value || !fm5_cas_u16(status, old, (uint16_t)(old | rule.queued_mark)))
+    if (!fm5_arena_claim(status, rule))
         return -1;
     fm5_pending_push(&gate->pending_free_list, block);
     return 0;

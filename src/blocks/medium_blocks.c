@@ -298,7 +298,7 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size, unsigned f
         available = fm5_medium_block_size(user);
         span = fm5_medium_span_of(user);
         bin_remove(manager, (fm5_medium_free_links *)user, available);
-        if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO) ||
+        if (!(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO) ||
             fm5_recycling_may_reuse(user, available - FM5_MEDIUM_HEADER_SIZE, 1))
             break;
         /* A corrupted freed debug block is quarantined: a free block in no bin, still marked free and a
@@ -322,17 +322,13 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size, unsigned f
 
 FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user);
 
-/* The arena skeleton's release steps: a block freed under the lock, and a queued one, whose pending
- * mark must go first. */
-static void release_block(void *manager, void *block)
-{
-    free_locked(manager, block);
-}
-
+/* The arena skeleton's release step, for a block freed under the lock and a queued one alike: both
+ * carry the pending mark (fm5_arena_free claims with it), which stays until the release writes the
+ * block's new state (a free block's header, or none where the block stops being a block start).
+ * Cleared first, it would make the block look live meanwhile, and a racing second free would claim
+ * it again. */
 static void release_queued(void *manager, void *block)
 {
-    /* Pointer checks and a neighbour's unlocked growth test read it meanwhile: one whole store. */
-    fm5_status_store(block, fm5_status_load(block) & ~FM5_STATUS_PENDING_FREE);
     free_locked(manager, block);
 }
 
@@ -542,9 +538,7 @@ FM5_INLINE int merge_and_release(fm5_medium_manager *manager, char *user)
  * quarantined as take_from_bins would, a free block in no bin that keeps its debug information. */
 static void recycle_freed_debug_block(fm5_medium_manager *manager, char *user)
 {
-    FM5_ASSERT(manager->gate.locked &&
-               (fm5_medium_header_of(user)->status & (FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_PENDING_FREE)) ==
-                   FM5_STATUS_HAS_DEBUG_INFO);
+    FM5_ASSERT(manager->gate.locked && (fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO));
     size_t size = fm5_medium_block_size(user);
     if (fm5_recycling_may_reuse(user, size - FM5_MEDIUM_HEADER_SIZE, 1)) {
         merge_and_release(manager, user);
@@ -556,7 +550,7 @@ static void recycle_freed_debug_block(fm5_medium_manager *manager, char *user)
 
 FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user)
 {
-    if (!(fm5_medium_header_of(user)->status & FM5_STATUS_HAS_DEBUG_INFO)) {
+    if (!(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO)) {
         merge_and_release(manager, user);
         return;
     }
@@ -579,14 +573,14 @@ int fm5_medium_free(void *user)
 {
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
     return fm5_arena_free(&manager->gate, user, &fm5_medium_header_of(user)->status, medium_status_rule,
-                          release_block, release_queued, manager);
+                          release_queued, release_queued, manager);
 }
 
 int fm5_medium_requeue_quarantined(void *user)
 {
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
     fm5_lock_with_timeout(&manager->gate.locked, FM5_WAIT_FOREVER);
-    FM5_ASSERT((fm5_medium_header_of(user)->status & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
+    FM5_ASSERT((fm5_status_load(user) & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
                (FM5_STATUS_MEDIUM | FM5_STATUS_FREE));
     size_t size = fm5_medium_block_size(user);
     int intact = fm5_recycling_may_reuse(user, size - FM5_MEDIUM_HEADER_SIZE, 0);
@@ -652,7 +646,7 @@ int fm5_medium_recycle_freed_debug_blocks(uint32_t timeout_ms)
             fm5_medium_free_links *block = manager->bins[bin];
             while (block) {
                 fm5_medium_free_links *next = block->next;
-                if (fm5_medium_header_of(block)->status & FM5_STATUS_HAS_DEBUG_INFO) {
+                if (fm5_status_load(block) & FM5_STATUS_HAS_DEBUG_INFO) {
                     bin_remove(manager, block, fm5_medium_block_size(block));
                     *(char **)(void *)block = waiting;
                     waiting = (char *)block;
@@ -851,12 +845,13 @@ static void check_span(const fm5_medium_manager *manager, const fm5_medium_span 
     for (size_t word = 0; word < span->span_size / FM5_MEDIUM_ALIGNMENT / 32; word++)
         starts += (size_t)__builtin_popcount(fm5_medium_block_start_bitmap(span)[word]);
     while (user < span_end(span)) {
-        const fm5_medium_header *header = fm5_medium_header_of(user);
         size_t size = fm5_medium_block_size(user);
         FM5_ASSERT(size >= FM5_MEDIUM_ALIGNMENT && user + size <= span_end(span));
         FM5_ASSERT(fm5_medium_is_block_start(span, user) && fm5_medium_span_of(user) == span);
-        FM5_ASSERT((header->status & FM5_STATUS_MEDIUM) && !(header->status & FM5_STATUS_SMALL));
-        if (header->status & FM5_STATUS_FREE) {
+        /* A free of the block by another thread may be marking it meanwhile: one whole read. */
+        unsigned status = fm5_status_load(user);
+        FM5_ASSERT((status & FM5_STATUS_MEDIUM) && !(status & FM5_STATUS_SMALL));
+        if (status & FM5_STATUS_FREE) {
             FM5_ASSERT(*(const uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) == size);
             FM5_ASSERT(fm5_medium_header_of(user + size)->previous_block_is_free == 1);
         }
@@ -885,7 +880,7 @@ void fm5_medium_check_manager(const fm5_medium_manager *manager)
         for (const fm5_medium_free_links *block = manager->bins[bin]; block; block = block->next) {
             size_t size = fm5_medium_block_size(block);
             FM5_ASSERT(block->prev == previous);
-            FM5_ASSERT((fm5_medium_header_of(block)->status & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
+            FM5_ASSERT((fm5_status_load(block) & (uint16_t)~FM5_STATUS_HAS_DEBUG_INFO) ==
                        (FM5_STATUS_MEDIUM | FM5_STATUS_FREE));
             FM5_ASSERT(size >= bin_size(bin) && (bin == FM5_MEDIUM_BIN_COUNT - 1 || size < bin_size(bin + 1)));
             FM5_ASSERT(fm5_medium_is_block_start(fm5_medium_span_of(block), block));

@@ -72,15 +72,21 @@ FM5_INLINE fm5_medium_header *fm5_medium_header_of(const void *user)
     return (fm5_medium_header *)((char *)user - FM5_MEDIUM_HEADER_SIZE);
 }
 
+/* The header's fields are stored whole (medium_blocks.c, write_header) and read whole: a free that
+ * has not yet claimed its block, a pointer check or a walk may read them while the arena's lock
+ * holder rewrites them (relaxed atomics: plain moves on x86). */
 FM5_INLINE size_t fm5_medium_block_size(const void *user)
 {
-    return (size_t)fm5_medium_header_of(user)->size_multiple * FM5_MEDIUM_ALIGNMENT;
+    return (size_t)__atomic_load_n(&fm5_medium_header_of(user)->size_multiple, __ATOMIC_RELAXED) *
+           FM5_MEDIUM_ALIGNMENT;
 }
 
 FM5_INLINE fm5_medium_span *fm5_medium_span_of(const void *user)
 {
     return (fm5_medium_span *)((char *)user -
-                               (size_t)fm5_medium_header_of(user)->span_offset_multiple * FM5_MEDIUM_ALIGNMENT);
+                               (size_t)__atomic_load_n(&fm5_medium_header_of(user)->span_offset_multiple,
+                                                       __ATOMIC_RELAXED) *
+                                   FM5_MEDIUM_ALIGNMENT);
 }
 
 /* Block size (header included) that serves `user_size` bytes: the next bin size. */
