@@ -237,16 +237,22 @@ FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
  * cache goes back when the thread exits, and every cache when debug mode is entered (caches stay off
  * while it is active), when the minimum alignment changes and on FastMM_ProcessAllPendingFrees: the
  * calling thread's at once, each other thread's at its next small allocation or free. A thread killed
- * by TerminateThread keeps its cache until the next FastMM_ProcessAllPendingFrees gives it back. Costs:
- * up to 1 MB held per thread that allocated (what it freed of the classes it uses); spans stay in use
+ * by TerminateThread keeps its cache until the next FastMM_ProcessAllPendingFrees gives it back.
+ * Medium blocks: a thread also keeps up to 4 medium blocks it freed (512 KB in all) of sizes it
+ * allocated lately that the cache could not serve, and hands one to a GetMem of exactly its block size,
+ * so that a loop of medium GetMem and FreeMem takes no lock. A cached medium block is free to
+ * everything else as a small one is; no free neighbour merges with it, and a ReallocMem that would grow
+ * a block in place into it does so only when it is the calling thread's own (it goes back to its arena
+ * first). Costs: up to 1 MB held per thread that allocated (what it freed of the classes it uses) and
+ * 512 KB of medium blocks; spans stay in use
  * while blocks of theirs are cached; with caches off, a small free costs one locked instruction more
  * than before caches existed (every free claims its block atomically, since a cache's free takes no
  * lock). FastMM_SetThreadCaches returns the previous setting; turning caches off returns the caller's
  * cache at once and the others' at their next call. */
 FM5_API int FM5_CALL FastMM_SetThreadCaches(int enabled);
 FM5_API int FM5_CALL FastMM_GetThreadCaches(void);
-/* Bytes held in every thread's cache now, and (if `caches` is not NULL) how many threads have one: a
- * snapshot, since each thread changes its own without a lock. */
+/* Bytes held in every thread's cache now (small and medium blocks), and (if `caches` is not NULL)
+ * how many threads have one: a snapshot, since each thread changes its own without a lock. */
 FM5_API size_t FM5_CALL FastMM_GetThreadCacheBytes(unsigned *caches);
 
 /* ------------------------------------------------------------------------------------------------

@@ -26,7 +26,13 @@
  *     caches stay off during debug mode and come back after it;
  *   - the minimum-alignment change and FastMM_ProcessAllPendingFrees flush the caller's cache;
  *   - Windows: a thread killed by TerminateThread keeps its cache (bounded, counted as free, not as
- *     allocated), and the next FastMM_ProcessAllPendingFrees gives it back.
+ *     allocated), and the next FastMM_ProcessAllPendingFrees gives it back;
+ *   - medium blocks: a block of a size the thread asked for lately is cached; it is a free block to
+ *     everything else (second free, realloc, size query, walk, leak report, allocated bytes) and no
+ *     neighbour freed meanwhile merges with it; the next GetMem of its size returns it, one of another
+ *     size does not and gives it back to its arena first (merged, a second free of it fails); a size
+ *     the thread did not ask for lately is not cached; at most 4 blocks and 512 KB a thread; a
+ *     thread's exit gives them back; the handovers above include medium blocks.
  */
 #include "test_util.h"
 
@@ -40,6 +46,9 @@
 #define START_BIN_BYTES 8192u
 #define GROWN_BIN_BYTES 131072u
 #define CACHE_BYTES_PER_THREAD 1048576u
+/* And of medium blocks: at most 4 blocks and 512 KB. */
+#define MEDIUM_CACHE_BLOCKS 4u
+#define MEDIUM_CACHE_BYTES 524288u
 #define JOIN_TIMEOUT_MS 120000
 
 static size_t cache_bytes(unsigned *caches)
@@ -51,14 +60,19 @@ static size_t cache_bytes(unsigned *caches)
     return bytes;
 }
 
-static int walked_free(const void *p)
+static int walked_free_of_kind(const void *p, unsigned kind)
 {
     tu_walk w;
-    tu_walk_take(&w, FastMM_SmallBlock, 0);
+    tu_walk_take(&w, kind, 0);
     const FastMM_WalkBlockInfo *info = tu_walk_find(&w, p);
     int result = info != NULL && info->IsFree;
     tu_walk_free(&w);
     return result;
+}
+
+static int walked_free(const void *p)
+{
+    return walked_free_of_kind(p, FastMM_SmallBlock);
 }
 
 /* ---- the setting ---------------------------------------------------------------------------------- */
@@ -281,10 +295,14 @@ typedef struct handed_block {
     uint64_t magic, size, key;
 } handed_block;
 
+/* Mostly small; one in 25 medium, of three sizes, so that medium blocks too go from cache to cache. */
 static size_t handover_size(tu_rng *r)
 {
-    return tu_rng_below(r, 10) == 0 ? tu_rng_range(r, sizeof(handed_block), 2600)
-                                    : tu_rng_range(r, sizeof(handed_block), 300);
+    static const size_t medium[3] = { 3000, 9000, 20000 };
+    unsigned pick = (unsigned)tu_rng_below(r, 100);
+    if (pick < 4)
+        return medium[pick % 3];
+    return pick < 14 ? tu_rng_range(r, sizeof(handed_block), 2600) : tu_rng_range(r, sizeof(handed_block), 300);
 }
 
 static int verify_and_free(void *p)
@@ -627,6 +645,160 @@ static void flushes(size_t baseline_bytes, size_t baseline_blocks)
     CHECK_EQ_SIZE(tu_allocated_bytes(), baseline_bytes);
 }
 
+/* ---- medium blocks -------------------------------------------------------------------------------- */
+
+enum { MEDIUM_SIZE = 20000, MEDIUM_OTHER_SIZE = 30000, MEDIUM_UNASKED_SIZE = 40000 };
+
+static void medium_cache(size_t baseline_bytes, size_t baseline_blocks, size_t baseline_leaks)
+{
+    SECTION("medium blocks: a cached one is a free block to everything else and unmerged");
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+    /* Neighbours: blocks carved one after the other from the feed touch; tries whose blocks came
+     * from the bins instead are kept live until the bins have no fitting block left. The sizes are
+     * then pushed out of the thread's recent requests by four others, so that freeing them below goes
+     * to the manager, except for the middle block's size, asked for once more. */
+    enum { TRIES = 64 };
+    void *tried[TRIES][3];
+    void *left = NULL, *middle = NULL, *right = NULL;
+    int tries = 0;
+    for (; tries < TRIES && !middle; tries++) {
+        void **t = tried[tries];
+        t[0] = FastMM_GetMem(MEDIUM_OTHER_SIZE);
+        t[1] = FastMM_GetMem(MEDIUM_SIZE);
+        t[2] = FastMM_GetMem(MEDIUM_OTHER_SIZE);
+        char *m = t[1];
+        size_t extent = FastMM_BlockMaximumUserBytes(m) + 8;
+        int below = m + extent == (char *)t[0] || m + extent == (char *)t[2];
+        int above = (char *)t[0] + FastMM_BlockMaximumUserBytes(t[0]) + 8 == m ||
+                    (char *)t[2] + FastMM_BlockMaximumUserBytes(t[2]) + 8 == m;
+        if (below && above) {
+            left = t[0], middle = t[1], right = t[2];
+            tries--;
+        }
+    }
+    if (!CHECK_MSG(middle != NULL, "no three medium blocks side by side in %d tries", TRIES))
+        return;
+    void *pushers[4];
+    for (int i = 0; i < 4; i++)
+        pushers[i] = FastMM_GetMem(MEDIUM_UNASKED_SIZE);
+    void *other = FastMM_GetMem(MEDIUM_SIZE);
+    if (!CHECK(left && middle && right && other && pushers[0] && pushers[3]))
+        return;
+    tu_pattern_fill(left, MEDIUM_OTHER_SIZE, 1);
+    tu_pattern_fill(middle, MEDIUM_SIZE, 2);
+    tu_pattern_fill(right, MEDIUM_OTHER_SIZE, 3);
+    size_t live_bytes = tu_allocated_bytes(), live_blocks = tu_used_block_count();
+    tu_events_reset();
+    size_t live_leaks = FastMM_ReportMemoryLeaks();
+
+    CHECK_EQ_INT(FastMM_FreeMem(middle), 0);
+    size_t cached = cache_bytes(NULL);
+    CHECK_MSG(cached >= MEDIUM_SIZE && cached < MEDIUM_SIZE + 1024,
+              "the freed medium block was not cached: %zu bytes in the cache", cached);
+    CHECK_MSG(walked_free_of_kind(middle, FastMM_MediumBlock), "the walk does not call the cached block free");
+    CHECK_EQ_SIZE(tu_used_block_count(), live_blocks - 1);
+    CHECK(tu_allocated_bytes() < live_bytes && tu_allocated_bytes() >= live_bytes - MEDIUM_SIZE - 1024);
+    tu_events_reset();
+    CHECK_EQ_SIZE(FastMM_ReportMemoryLeaks(), live_leaks - 1);
+    tu_events_reset();
+    CHECK_EQ_INT(FastMM_FreeMem(middle), -1);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
+    CHECK(FastMM_ReallocMem(middle, 100) == NULL);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventReallocOfFreedBlock), 1);
+    CHECK_EQ_SIZE(FastMM_BlockMaximumUserBytes(middle), 0);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventInvalidQuery), 1);
+    CHECK_EQ_SIZE(cache_bytes(NULL), cached);
+
+    /* Its neighbours go to the manager (their size is no recent request) and must not merge with it:
+     * it stays a block of its own, free to the walk. */
+    CHECK_EQ_INT(FastMM_FreeMem(left), 0);
+    CHECK_EQ_INT(FastMM_FreeMem(right), 0);
+    CHECK_EQ_SIZE(cache_bytes(NULL), cached);
+    CHECK_MSG(walked_free_of_kind(middle, FastMM_MediumBlock), "a neighbour merged with the cached block");
+
+    /* Its own size takes it back, with the content left as it was freed. */
+    void *again = FastMM_GetMem(MEDIUM_SIZE);
+    CHECK_EQ_PTR(again, middle);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+    CHECK_EQ_SIZE(tu_pattern_find_mismatch(again, sizeof(void *), MEDIUM_SIZE, 2), SIZE_MAX);
+
+    /* Another size does not take it, and gives it back to its arena before the arena is asked: merged
+     * with its free neighbours, it is no block of its own any more, and freeing it again fails. */
+    CHECK_EQ_INT(FastMM_FreeMem(again), 0);
+    CHECK_EQ_SIZE(cache_bytes(NULL), cached);
+    void *different = FastMM_GetMem(MEDIUM_SIZE + 4096);
+    CHECK(different != middle);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+    tu_events_reset();
+    CHECK_EQ_INT(FastMM_FreeMem(middle), -1);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree) + tu_events_count(FastMM_EventInvalidFree), 1);
+
+    /* A size the thread did not ask for lately is not cached. */
+    void *unasked = FastMM_GetMem(MEDIUM_UNASKED_SIZE + 8192);
+    for (int i = 0; i < 4; i++)
+        FastMM_FreeMem(FastMM_GetMem(3000 + (size_t)i * 512));
+    FastMM_ProcessAllPendingFrees();
+    CHECK_EQ_INT(FastMM_FreeMem(unasked), 0);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+
+    CHECK_EQ_INT(FastMM_FreeMem(different), 0);
+    CHECK_EQ_INT(FastMM_FreeMem(other), 0);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(pushers[i]), 0);
+    for (int i = 0; i < tries; i++)
+        for (int k = 0; k < 3; k++)
+            CHECK_EQ_INT(FastMM_FreeMem(tried[i][k]), 0);
+
+    SECTION("medium blocks: at most 4 and 512 KB a thread, given back by the flush");
+    enum { MANY = 12 };
+    static const size_t sizes[3] = { 5000, 60000, 200000 };
+    for (int k = 0; k < 3; k++) {
+        void *blocks[MANY];
+        for (int i = 0; i < MANY; i++)
+            blocks[i] = FastMM_GetMem(sizes[k]);
+        for (int i = 0; i < MANY; i++)
+            CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
+        size_t held = cache_bytes(NULL);
+        size_t bound = MEDIUM_CACHE_BLOCKS * (sizes[k] + 1024);
+        if (bound > MEDIUM_CACHE_BYTES)
+            bound = MEDIUM_CACHE_BYTES;
+        tu_info("%d frees of %zu bytes: %zu bytes cached", MANY, sizes[k], held);
+        CHECK(held >= sizes[k] && held <= bound);
+        /* Served newest first or not, every cached one comes back, distinct. */
+        for (int i = 0; i < MANY; i++)
+            blocks[i] = FastMM_GetMem(sizes[k]);
+        CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+        CHECK_EQ_SIZE(tu_count_duplicates(blocks, MANY), 0);
+        for (int i = 0; i < MANY; i++)
+            CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
+        CHECK(cache_bytes(NULL) > 0);
+        CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+        CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+    }
+    CHECK_EQ_SIZE(tu_used_block_count(), baseline_blocks);
+    CHECK_EQ_SIZE(tu_allocated_bytes(), baseline_bytes);
+    tu_events_reset();
+    CHECK_EQ_SIZE(FastMM_ReportMemoryLeaks(), baseline_leaks);
+}
+
+static void medium_worker(void *argument)
+{
+    (void)argument;
+    void *p = FastMM_GetMem(MEDIUM_SIZE);
+    FastMM_FreeMem(p);
+}
+
+static void medium_thread_exit(void)
+{
+    SECTION("medium blocks: a thread's exit gives its cached ones back");
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+    tu_thread t = tu_thread_start(medium_worker, NULL, 0);
+    CHECK(t != NULL && tu_thread_join(t, JOIN_TIMEOUT_MS));
+    CHECK_EQ_SIZE(cache_bytes(NULL), 0);
+}
+
 /* ---- TerminateThread ------------------------------------------------------------------------------ */
 
 #ifdef _WIN32
@@ -641,6 +813,7 @@ static DWORD WINAPI fill_and_wait(void *argument)
         killed_blocks[i] = FastMM_GetMem(8 + (size_t)(i % 2) * 40);
     for (int i = 0; i < KILLED_BLOCKS; i++)
         FastMM_FreeMem(killed_blocks[i]);
+    FastMM_FreeMem(FastMM_GetMem(MEDIUM_SIZE));
     tu_signal_raise(&killed_ready);
     while (argument == NULL)
         Sleep(1000);
@@ -664,7 +837,7 @@ static void terminated_thread(size_t baseline_bytes, size_t baseline_blocks)
     unsigned caches = 0;
     size_t kept = cache_bytes(&caches);
     tu_info("the killed thread kept %zu bytes in its cache", kept);
-    CHECK(kept > 0 && kept <= CACHE_BYTES_PER_THREAD);
+    CHECK(kept > MEDIUM_SIZE && kept <= CACHE_BYTES_PER_THREAD + MEDIUM_CACHE_BYTES);
     CHECK_EQ_INT(caches, caches_before + 1);
     /* Counted as free blocks, not as allocated ones. */
     CHECK_EQ_SIZE(tu_allocated_bytes(), baseline_bytes);
@@ -697,7 +870,9 @@ int main(void)
     handover(64, baseline_bytes, baseline_blocks);
     double_free_race(24, 0);
     double_free_race(1800, 1);
-    double_free_race(20000, 0);   /* a medium block: claimed under the lock, or queued */
+    double_free_race(MEDIUM_SIZE, 0);   /* cached, claimed under the lock, or queued */
+    medium_cache(baseline_bytes, baseline_blocks, baseline_leaks);
+    medium_thread_exit();
     no_false_sharing();
     flushes(baseline_bytes, baseline_blocks);
 #ifdef _WIN32

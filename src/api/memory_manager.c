@@ -72,7 +72,8 @@ static void report_freed_block(int kind, void *p, const fm5_block_facts *facts)
 FM5_OPTIMISTIC_READER FM5_NOINLINE int fm5_c_free_mem_slow_path(void *p)
 {
     if (FM5_LIKELY(!fm5_erase_freed_active) && fm5_release_is_live_medium_block(p)) {
-        if (FM5_LIKELY(fm5_medium_free(p) == 0))
+        /* Once fm5 uses another module's manager, nothing would take a cached block again. */
+        if (FM5_LIKELY((fm5_using_shared_manager ? fm5_medium_free(p) : fm5_thread_cache_free_medium(p)) == 0))
             return 0;
         /* Another thread freed it between the test and the lock. */
         fm5_event_report(FastMM_EventDoubleFree, p, 0, "the block is already free");

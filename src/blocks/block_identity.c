@@ -86,6 +86,7 @@ FM5_OPTIMISTIC_READER enum fm5_block_identity fm5_identify_outer_block(const voi
     case FM5_STATUS_MEDIUM:
     case FM5_STATUS_MEDIUM | FM5_STATUS_FREE:
     case FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE:
+    case FM5_STATUS_MEDIUM_CACHED:
         return identify_medium(user, status, facts);
     case FM5_STATUS_LARGE:
     case FM5_STATUS_LARGE | FM5_STATUS_FREE:

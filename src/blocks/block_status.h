@@ -16,6 +16,10 @@
 /* A medium or large block queued on a pending-free list: freed by its owner, not yet released. Small
  * blocks have no spare bit and use FM5_STATUS_FREE for the same purpose. */
 #define FM5_STATUS_PENDING_FREE 64u
+/* A medium block in a thread's cache (blocks/thread_cache.h): free to everything that asks whether it
+ * is live (walks, leak reports, a second free), pending to its neighbours, which merge with and grow
+ * into exactly FM5_STATUS_MEDIUM | FM5_STATUS_FREE only, and in no bin. */
+#define FM5_STATUS_MEDIUM_CACHED (FM5_STATUS_MEDIUM | FM5_STATUS_FREE | FM5_STATUS_PENDING_FREE)
 
 /* A small block keeps (offset of its 64-byte line from the span)/64 in bits 3..15 (geometry.h). */
 _Static_assert((FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_SMALL) < (1u << FM5_SMALL_OFFSET_SHIFT),

@@ -576,6 +576,27 @@ int fm5_medium_free(void *user)
                           release_queued, release_queued, manager);
 }
 
+int fm5_medium_claim_for_cache(void *user)
+{
+    return fm5_status_load(user) == FM5_STATUS_MEDIUM &&
+           fm5_cas_u16(&fm5_medium_header_of(user)->status, FM5_STATUS_MEDIUM, FM5_STATUS_MEDIUM_CACHED);
+}
+
+void fm5_medium_release_cached(void *user)
+{
+    FM5_ASSERT(fm5_status_load(user) == FM5_STATUS_MEDIUM_CACHED);
+    /* Queued from here on: still not live (a second free fails), and no longer free to walks, which
+     * drain the pending list first. Only the cache's owner writes the word now. */
+    fm5_status_store(user, FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE);
+    fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
+    if (fm5_try_lock(&manager->gate.locked)) {
+        release_queued(manager, user);
+        fm5_arena_unlock(&manager->gate, release_queued, manager);
+    } else {
+        fm5_pending_push(&manager->gate.pending_free_list, user);
+    }
+}
+
 int fm5_medium_requeue_quarantined(void *user)
 {
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
@@ -851,7 +872,8 @@ static void check_span(const fm5_medium_manager *manager, const fm5_medium_span 
         /* A free of the block by another thread may be marking it meanwhile: one whole read. */
         unsigned status = fm5_status_load(user);
         FM5_ASSERT((status & FM5_STATUS_MEDIUM) && !(status & FM5_STATUS_SMALL));
-        if (status & FM5_STATUS_FREE) {
+        /* A cached block is free but unmerged, in no bin: its neighbour does not know it is free. */
+        if ((status & (FM5_STATUS_FREE | FM5_STATUS_PENDING_FREE)) == FM5_STATUS_FREE) {
             FM5_ASSERT(*(const uint32_t *)(user + size - FM5_MEDIUM_HEADER_SIZE - sizeof(uint32_t)) == size);
             FM5_ASSERT(fm5_medium_header_of(user + size)->previous_block_is_free == 1);
         }

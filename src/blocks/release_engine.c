@@ -88,10 +88,18 @@ void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const
     switch (identity) {
     case FM5_LIVE_SMALL_BLOCK:
         return fm5_release_realloc_small_block(p, new_size, facts->owner);
-    case FM5_LIVE_MEDIUM_BLOCK:
-        if (new_size <= FM5_MAXIMUM_MEDIUM_USER_SIZE && fm5_medium_resize_in_place(p, new_size))
+    case FM5_LIVE_MEDIUM_BLOCK: {
+        if (new_size > FM5_MAXIMUM_MEDIUM_USER_SIZE)
+            break;
+        /* The growth may use the next block when it is free, and one this thread cached is. */
+        char *next = (char *)p + fm5_medium_block_size(p);
+        if (new_size > fm5_medium_block_size(p) - FM5_MEDIUM_HEADER_SIZE &&
+            fm5_status_load(next) == FM5_STATUS_MEDIUM_CACHED)
+            fm5_thread_cache_give_back_medium(next);
+        if (fm5_medium_resize_in_place(p, new_size))
             return p;
         break;
+    }
     case FM5_LIVE_LARGE_BLOCK:
         if (fm5_large_resize_in_place(p, new_size))
             return p;

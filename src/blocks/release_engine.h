@@ -22,7 +22,7 @@ FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
     if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
         return fm5_thread_cache_get_mem(size);
     if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
-        return fm5_medium_get_mem(size);
+        return fm5_thread_cache_get_medium(size);
     return fm5_release_get_large_block(size);
 }
 

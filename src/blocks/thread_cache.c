@@ -4,6 +4,7 @@
  * takes small-manager locks under it (record_lock -> small -> medium). */
 #include "blocks/thread_cache.h"
 #include "blocks/small_block_classes.h"
+#include "blocks/strategy.h"
 
 volatile uint32_t fm5_thread_cache_epoch;
 uint16_t fm5_thread_cache_bin_limit[FM5_SMALL_CLASS_COUNT];
@@ -23,8 +24,22 @@ static fm5_thread_cache retired_record = { .state = FM5_CACHE_RETIRED };
 
 /* ---- flushing ----------------------------------------------------------------------------------- */
 
+/* Slot `slot`'s medium block, if any, back to its manager. */
+static void release_medium_slot(fm5_thread_cache *cache, unsigned slot)
+{
+    uint32_t size = cache->medium_size[slot];
+    if (!size)
+        return;
+    cache->medium_size[slot] = 0;
+    __atomic_store_n(&cache->medium_byte_room, cache->medium_byte_room + size, __ATOMIC_RELAXED);
+    fm5_medium_release_cached(cache->medium[slot]);
+}
+
 static void flush_record(fm5_thread_cache *cache)
 {
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+        release_medium_slot(cache, i);
+    cache->medium_next = 0;
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
         fm5_thread_cache_bin *bin = &cache->bins[s];
         void *chain = bin->first;
@@ -119,6 +134,13 @@ static fm5_thread_cache *adopt_record(void)
         cache->bins[s].block_size = fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0;
     }
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+        FM5_ASSERT(cache->medium_size[i] == 0);
+    __atomic_store_n(&cache->medium_byte_room, FM5_THREAD_CACHE_MEDIUM_BYTES, __ATOMIC_RELAXED);
+    cache->medium_next = 0;
+    cache->medium_wanted_next = 0;
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+        cache->medium_wanted[i] = 0;
     cache->epoch = 0;
     cache->filled = 0;
     cache->trimmed = 0;
@@ -326,6 +348,70 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     return 0;
 }
 
+static int medium_size_is_wanted(const fm5_thread_cache *cache, uint32_t size)
+{
+    int wanted = 0;
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+        wanted |= cache->medium_wanted[i] == size;
+    return wanted && size <= FM5_THREAD_CACHE_MEDIUM_BYTES;
+}
+
+void *fm5_thread_cache_get_medium_slow(size_t size)
+{
+    fm5_thread_cache *cache = settled_cache();
+    if (cache) {
+        /* The managers see every free block before they carve or map more (thread_cache.h). */
+        if (__atomic_load_n(&cache->medium_byte_room, __ATOMIC_RELAXED) != FM5_THREAD_CACHE_MEDIUM_BYTES)
+            for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+                release_medium_slot(cache, i);
+        cache->medium_wanted[cache->medium_wanted_next++ % FM5_THREAD_CACHE_MEDIUM_SLOTS] = (uint32_t)size;
+    }
+    return fm5_medium_allocate(size);
+}
+
+void fm5_thread_cache_give_back_medium(void *user)
+{
+    fm5_thread_cache *cache = fm5_thread_cache_usable();
+    if (!cache)
+        return;
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+        if (cache->medium_size[i] && cache->medium[i] == user)
+            release_medium_slot(cache, i);
+}
+
+int fm5_thread_cache_free_medium(void *user)
+{
+    fm5_thread_cache *cache = settled_cache();
+    /* The low-memory strategy keeps nothing it need not. */
+    if (!cache || fm5_optimization_strategy == FastMM_OptimizeForLowMemoryUsage)
+        return fm5_medium_free(user);
+    /* The claim first: until it succeeds the block may be another free's, which can merge it (its
+     * size changes) or release its span. */
+    if (!fm5_medium_claim_for_cache(user))
+        return -1;
+    uint32_t size = (uint32_t)fm5_medium_block_size(user);
+    if (!medium_size_is_wanted(cache, size)) {
+        fm5_medium_release_cached(user);
+        return 0;
+    }
+    /* An empty slot, else the one whose turn it is (taken in turn, the oldest block's); then as many
+     * of the next ones in turn as the bytes need. Ends: with every slot empty, the room is whole. */
+    unsigned slot = 0;
+    while (slot < FM5_THREAD_CACHE_MEDIUM_SLOTS && cache->medium_size[slot])
+        slot++;
+    if (slot == FM5_THREAD_CACHE_MEDIUM_SLOTS) {
+        slot = cache->medium_next;
+        cache->medium_next = (slot + 1) % FM5_THREAD_CACHE_MEDIUM_SLOTS;
+        release_medium_slot(cache, slot);
+    }
+    for (unsigned older = cache->medium_next; cache->medium_byte_room < size; older++)
+        release_medium_slot(cache, older % FM5_THREAD_CACHE_MEDIUM_SLOTS);
+    cache->medium[slot] = user;
+    cache->medium_size[slot] = size;
+    __atomic_store_n(&cache->medium_byte_room, cache->medium_byte_room - size, __ATOMIC_RELAXED);
+    return 0;
+}
+
 /* ---- settings and requests ---------------------------------------------------------------------- */
 
 /* Under record_lock: the epoch's parity follows the reasons; a concurrent flush request (+2) is kept. */
@@ -388,6 +474,7 @@ size_t fm5_thread_cache_bytes(unsigned *caches)
             continue;
         live++;
         bytes += FM5_THREAD_CACHE_BYTES - __atomic_load_n(&cache->byte_room, __ATOMIC_RELAXED);
+        bytes += FM5_THREAD_CACHE_MEDIUM_BYTES - __atomic_load_n(&cache->medium_byte_room, __ATOMIC_RELAXED);
     }
     fm5_unlock(&record_lock);
     if (caches)

@@ -41,6 +41,7 @@
 #include "blocks/block_status.h"
 #include "blocks/small_blocks.h"
 #include "blocks/small_block_classes.h"
+#include "blocks/medium_blocks.h"
 
 /* The bounds. A bin starts at FM5_THREAD_CACHE_BIN_BYTES / block size blocks, but at least
  * FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS (fewer would make a thread that frees and allocates a class in
@@ -77,6 +78,29 @@
 #define FM5_THREAD_CACHE_BIN_GROWN_BYTES 131072u
 #define FM5_THREAD_CACHE_BIN_GROWN_BLOCKS 2048u
 _Static_assert(FM5_THREAD_CACHE_BIN_GROWN_BLOCKS <= UINT16_MAX, "a bin's limit and room are 16-bit");
+/* Medium blocks. A thread also keeps the medium blocks it freed last, at most
+ * FM5_THREAD_CACHE_MEDIUM_SLOTS of them and FM5_THREAD_CACHE_MEDIUM_BYTES in all, and hands one to a
+ * GetMem whose block size is exactly its size (a medium block is cut to its bin's size, so this is
+ * "of its bin"). Why: every medium GetMem and FreeMem otherwise takes its arena's lock, and the two
+ * locked exchanges were a third of validate47's time (Win64, perf, 2026-12-04). A cached medium block
+ * is claimed by compare-and-swap (a second free fails), marked FM5_STATUS_MEDIUM_CACHED (free to walks,
+ * leak reports and pointer checks; not merged with or grown into by its neighbours, which want exactly
+ * a free block) and is in no bin; its span is not released while it is cached. Only a block of a
+ * size among the thread's last FM5_THREAD_CACHE_MEDIUM_SLOTS medium GetMem calls that the cache did
+ * not serve is cached: where sizes hardly repeat, caching every block cost a compare-and-swap and a
+ * later release for nothing, and kept blocks out of the bins (raw_perf_1, a ring of strings of
+ * mixed sizes: 12.6 % [7.5, 19.4] slower, Win64, 5 pairs). A free that finds no slot or too few
+ * bytes gives back the oldest cached blocks first, and a medium GetMem that no cached block serves
+ * gives them all back before the managers carve or map anything, so that a block held apart never
+ * makes an arena cut a new block or map a span that the block, merged, would have served. A thread
+ * that stops allocating keeps its last cached blocks, and their spans, until its next medium call,
+ * its exit or FastMM_ProcessAllPendingFrees (what Wine reports as peak commit at the end of allocmem
+ * and large_block_spread is 6 MB higher for it; their working sets are not). The bytes cover one
+ * block of the largest medium size that programs use in loops (validate47's 256 KB) and a few
+ * smaller ones. */
+#define FM5_THREAD_CACHE_MEDIUM_SLOTS 4u
+#define FM5_THREAD_CACHE_MEDIUM_BYTES (512u << 10)
+
 /* FastMM_SetThreadCaches's setting at start-up (FM5_THREAD_CACHES overrides it). */
 #define FM5_THREAD_CACHES_BY_DEFAULT 1
 
@@ -113,6 +137,16 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
     /* Bit s: bin s was full and gave blocks back since its last fill (its next fill grows it). */
     uint64_t trimmed;
     fm5_thread_cache_bin bins[FM5_SMALL_CLASS_COUNT] FM5_ALIGNED(FM5_CACHE_LINE);
+    /* Cached medium blocks: slot i holds medium[i], of medium_size[i] bytes, or nothing when that is
+     * 0. medium_next is the slot the next free takes (the oldest block's, once all are taken). */
+    uint32_t medium_size[FM5_THREAD_CACHE_MEDIUM_SLOTS] FM5_ALIGNED(FM5_CACHE_LINE);
+    uint32_t medium_byte_room;     /* of FM5_THREAD_CACHE_MEDIUM_BYTES; read by other threads */
+    uint32_t medium_next;
+    void *medium[FM5_THREAD_CACHE_MEDIUM_SLOTS];
+    /* The sizes of the last medium GetMem calls that no cached block served, in turn from
+     * medium_wanted_next: only a block of one of these sizes is cached. */
+    uint32_t medium_wanted[FM5_THREAD_CACHE_MEDIUM_SLOTS];
+    uint32_t medium_wanted_next;
 } fm5_thread_cache;
 
 /* Odd while caches may be used (above); asm/ reads it as a dword. */
@@ -217,6 +251,39 @@ FM5_INLINE int fm5_thread_cache_free(void *user, fm5_small_span *span)
     return fm5_thread_cache_push(cache, bin, user, span);
 }
 
+/* A medium block of `size` bytes (a bin size) from the managers, the size noted as wanted in the
+ * running thread's cache (which is brought up to date first, as the small slow paths do). */
+void *fm5_thread_cache_get_medium_slow(size_t size);
+
+/* GetMem of a medium size: a cached medium block of exactly the size it needs, or the managers'. */
+FM5_INLINE void *fm5_thread_cache_get_medium(size_t user_size)
+{
+    size_t size = fm5_medium_block_size_for(user_size);
+    fm5_thread_cache *cache = fm5_thread_cache_usable();
+    if (cache) {
+        for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++) {
+            if (cache->medium_size[i] != size)
+                continue;
+            char *user = cache->medium[i];
+            cache->medium_size[i] = 0;
+            __atomic_store_n(&cache->medium_byte_room, cache->medium_byte_room + (uint32_t)size, __ATOMIC_RELAXED);
+            /* The owner's alone while cached: one store (a walk may read the word meanwhile). */
+            fm5_status_store(user, FM5_STATUS_MEDIUM);
+            return user;
+        }
+    }
+    return fm5_thread_cache_get_medium_slow(size);
+}
+
+/* FreeMem of a block that fm5_release_is_live_medium_block proved: into the running thread's cache
+ * (when caches are usable), else to its manager. Returns 0, or -1 when another thread freed it first
+ * (reported by the caller, as fm5_medium_free's -1). */
+int fm5_thread_cache_free_medium(void *user);
+
+/* If `user` is a medium block in the running thread's cache, it goes back to its manager now: the
+ * growth in place of its neighbour (FastMM5's rule) may then use it, as it would had it not been
+ * cached. A block in another thread's cache stays there, and counts as a neighbour in use. */
+void fm5_thread_cache_give_back_medium(void *user);
 
 /* The running thread's cache goes back to the managers now (FastMM_ProcessAllPendingFrees, debug
  * mode's entry, FastMM_SetArenaCounts); other threads' at their next call. */
