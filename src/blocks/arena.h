@@ -113,6 +113,19 @@ FM5_INLINE int fm5_arena_claim(volatile uint16_t *status, fm5_arena_status_rule 
     return (old & rule.live_mask) == rule.live_value && fm5_cas_u16(status, old, (uint16_t)(old | rule.queued_mark));
 }
 
+/* Releases a block its caller has claimed (it carries the queued mark): under the gate when the lock
+ * is free now (`release_locked`, then the drain), else pushed on the gate's pending list. Never waits. */
+FM5_INLINE void fm5_arena_release_claimed(fm5_arena_gate *gate, void *block, fm5_arena_release_fn release_locked,
+                                          fm5_arena_release_fn release_queued, void *context)
+{
+    if (fm5_try_lock(&gate->locked)) {
+        release_locked(context, block);
+        fm5_arena_unlock(gate, release_queued, context);
+    } else {
+        fm5_pending_push(&gate->pending_free_list, block);
+    }
+}
+
 /* Frees `block` under its owner's gate when the lock is free now (`release_locked`, then the drain),
  * else pushes it on the gate's pending list; claimed first either way (fm5_arena_claim), so both
  * releases meet a block that carries the queued mark until they write its new state. The lock alone
@@ -122,18 +135,9 @@ FM5_INLINE int fm5_arena_claim(volatile uint16_t *status, fm5_arena_status_rule 
 FM5_INLINE int fm5_arena_free(fm5_arena_gate *gate, void *block, volatile uint16_t *status, fm5_arena_status_rule rule,
                               fm5_arena_release_fn release_locked, fm5_arena_release_fn release_queued, void *context)
 {
-    if (fm5_try_lock(&gate->locked)) {
-        if (!fm5_arena_claim(status, rule)) {
-            fm5_unlock(&gate->locked);
-            return -1;
-        }
-        release_locked(context, block);
-        fm5_arena_unlock(gate, release_queued, context);
-        return 0;
-    }
     if (!fm5_arena_claim(status, rule))
         return -1;
-    fm5_pending_push(&gate->pending_free_list, block);
+    fm5_arena_release_claimed(gate, block, release_locked, release_queued, context);
     return 0;
 }
 

@@ -589,12 +589,7 @@ void fm5_medium_release_cached(void *user)
      * drain the pending list first. Only the cache's owner writes the word now. */
     fm5_status_store(user, FM5_STATUS_MEDIUM | FM5_STATUS_PENDING_FREE);
     fm5_medium_manager *manager = fm5_medium_span_of(user)->manager;
-    if (fm5_try_lock(&manager->gate.locked)) {
-        release_queued(manager, user);
-        fm5_arena_unlock(&manager->gate, release_queued, manager);
-    } else {
-        fm5_pending_push(&manager->gate.pending_free_list, user);
-    }
+    fm5_arena_release_claimed(&manager->gate, user, release_queued, release_queued, manager);
 }
 
 int fm5_medium_requeue_quarantined(void *user)

@@ -92,9 +92,9 @@ void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const
         if (new_size > FM5_MAXIMUM_MEDIUM_USER_SIZE)
             break;
         /* The growth may use the next block when it is free, and one this thread cached is. */
-        char *next = (char *)p + fm5_medium_block_size(p);
-        if (new_size > fm5_medium_block_size(p) - FM5_MEDIUM_HEADER_SIZE &&
-            fm5_status_load(next) == FM5_STATUS_MEDIUM_CACHED)
+        size_t size = fm5_medium_block_size(p);
+        char *next = (char *)p + size;
+        if (new_size > size - FM5_MEDIUM_HEADER_SIZE && fm5_status_load(next) == FM5_STATUS_MEDIUM_CACHED)
             fm5_thread_cache_give_back_medium(next);
         if (fm5_medium_resize_in_place(p, new_size))
             return p;

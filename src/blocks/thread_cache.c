@@ -35,10 +35,15 @@ static void release_medium_slot(fm5_thread_cache *cache, unsigned slot)
     fm5_medium_release_cached(cache->medium[slot]);
 }
 
-static void flush_record(fm5_thread_cache *cache)
+static void release_medium_slots(fm5_thread_cache *cache)
 {
     for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
         release_medium_slot(cache, i);
+}
+
+static void flush_record(fm5_thread_cache *cache)
+{
+    release_medium_slots(cache);
     cache->medium_next = 0;
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
         fm5_thread_cache_bin *bin = &cache->bins[s];
@@ -134,13 +139,13 @@ static fm5_thread_cache *adopt_record(void)
         cache->bins[s].block_size = fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0;
     }
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
+    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++) {
         FM5_ASSERT(cache->medium_size[i] == 0);
+        cache->medium_wanted[i] = 0;
+    }
     __atomic_store_n(&cache->medium_byte_room, FM5_THREAD_CACHE_MEDIUM_BYTES, __ATOMIC_RELAXED);
     cache->medium_next = 0;
     cache->medium_wanted_next = 0;
-    for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
-        cache->medium_wanted[i] = 0;
     cache->epoch = 0;
     cache->filled = 0;
     cache->trimmed = 0;
@@ -361,9 +366,8 @@ void *fm5_thread_cache_get_medium_slow(size_t size)
     fm5_thread_cache *cache = settled_cache();
     if (cache) {
         /* The managers see every free block before they carve or map more (thread_cache.h). */
-        if (__atomic_load_n(&cache->medium_byte_room, __ATOMIC_RELAXED) != FM5_THREAD_CACHE_MEDIUM_BYTES)
-            for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++)
-                release_medium_slot(cache, i);
+        if (cache->medium_byte_room != FM5_THREAD_CACHE_MEDIUM_BYTES)
+            release_medium_slots(cache);
         cache->medium_wanted[cache->medium_wanted_next++ % FM5_THREAD_CACHE_MEDIUM_SLOTS] = (uint32_t)size;
     }
     return fm5_medium_allocate(size);
