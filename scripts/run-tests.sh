@@ -39,6 +39,15 @@ print(sum(1 for t in wine if not fixtures(t, "FIXTURES_SETUP") + fixtures(t, "FI
 '
 }
 
+# Each Wine variant's prefix takes about 1.3 GB (Wine 8 copies its DLLs into it) besides its build.
+# Said at once when the disk may not hold them all: a full disk shows later only as wineboot's
+# "could not load kernel32.dll" (CI, 2026-12-04).
+need_mb=$(($# * 1500))
+avail_mb=$(df -Pm . | awk 'NR == 2 { print $4 }')
+if [ -n "$avail_mb" ] && [ "$avail_mb" -lt "$need_mb" ]; then
+    echo "run-tests: warning: $avail_mb MB free here; $# variants may need about $need_mb MB" >&2
+fi
+
 for variant in "$@"; do
     echo "==== $variant: build"
     if ! scripts/build.sh "$variant"; then

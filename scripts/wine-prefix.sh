@@ -21,6 +21,10 @@ setup)
         echo "wine-prefix: creating $final"
         if ! fm5_wine_tool wineboot -i >>"$log" 2>&1 </dev/null; then
             cat "$log" >&2
+            # A prefix takes about 1.3 GB and a full run makes one per variant: a full disk shows
+            # only as "could not load kernel32.dll" (seen in CI, 2026-12-04).
+            echo "wine-prefix: wineboot failed; free space where the prefix goes:" >&2
+            df -h "$FM5_BUILD_DIR" >&2 || true
             exit 1
         fi
         # The prefix may be renamed only once its server has written everything and gone.
