@@ -56,8 +56,13 @@ int fm5_os_fault_due(unsigned kind);
  * faults. The release guard turns that fault into a failed check: when fm5's own code faults reading
  * an address in a granule that fm5 released (the address map remembers, fm5_address_map_was_released)
  * and has not mapped again, the handler (a vectored exception handler on Windows,
- * a SIGSEGV handler on POSIX) maps a read-only zero granule there (a tombstone) and resumes; the check
- * then reads zeros, which no valid block has, and fails as for any other bad pointer. The free path
+ * a SIGSEGV handler on POSIX) maps a zero granule there (a tombstone) and resumes; the check
+ * then reads zeros, which no valid block has, and fails as for any other bad pointer. A write fault
+ * there is taken the same way: a free's claim is a compare-and-swap of the status word it read just
+ * before, and when two frees of one block race, the winner may release the region between the
+ * loser's read and its compare-and-swap. On the tombstone the compare-and-swap meets zero, not the
+ * live status it expects, and fails (the loser reports the double free); it writes back the zero it
+ * read, so tombstones are writable. The free path
  * pays nothing: no flag, no fence, no extra load. At most FM5_OS_TOMBSTONES granule tombstones stand
  * at once, each 64 KB of address space and no memory: making one more unmaps the oldest. (On POSIX,
  * where another mapping may hold part of the granule, a tombstone may be one page instead; those are

@@ -101,8 +101,9 @@ static int find_own_object(struct dl_phdr_info *info, size_t size, void *context
 static struct sigaction previous_handler;
 static volatile int guard_installed;
 
-/* A read-only zero granule at the faulting granule; a page if something else holds part of the
- * granule now. 1 when the read can be retried: a tombstone is there, or the page is mapped again. */
+/* A zero granule at the faulting granule (writable: os.h says why); a page if something else holds
+ * part of the granule now. 1 when the access can be retried: a tombstone is there, or the page is
+ * mapped again. */
 static int make_tombstone(uintptr_t address)
 {
     unsigned char resident;
@@ -114,7 +115,7 @@ static int make_tombstone(uintptr_t address)
     /* Other threads map and unmap around the page meanwhile (fm5_os_map maps more than it keeps and
      * trims the ends): a refused mapping whose page is free again the next moment is tried again. */
     for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-        void *p = mmap((void *)granule, FM5_OS_GRANULARITY, PROT_READ, flags, -1, 0);
+        void *p = mmap((void *)granule, FM5_OS_GRANULARITY, PROT_READ | PROT_WRITE, flags, -1, 0);
         if (p == (void *)granule) {
             /* Tombstones are whole granules: the one replaced is unmapped whole. */
             void *replaced = fm5_os_record_tombstone(p);
@@ -127,7 +128,7 @@ static int make_tombstone(uintptr_t address)
         /* Something else holds part of the granule (mmap places at page granularity): a tombstone of
          * the one page, never unmapped, at most PAGE_TOMBSTONES of them. */
         if (__atomic_load_n(&page_tombstones, __ATOMIC_RELAXED) < PAGE_TOMBSTONES) {
-            p = mmap((void *)page, 4096, PROT_READ, flags, -1, 0);
+            p = mmap((void *)page, 4096, PROT_READ | PROT_WRITE, flags, -1, 0);
             if (p == (void *)page) {
                 __atomic_add_fetch(&page_tombstones, 1, __ATOMIC_RELAXED);
                 return 1;
@@ -146,10 +147,9 @@ static void release_guard_handler(int signal, siginfo_t *info, void *context)
 #if defined(__x86_64__)
     const ucontext_t *machine = context;
     uintptr_t ip = (uintptr_t)machine->uc_mcontext.gregs[REG_RIP];
-    /* Bit 1 of the page-fault error code: the access was a write. */
-    int write = (machine->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    /* Reads and writes alike (os.h: a claim's compare-and-swap may meet a released region). */
     uintptr_t address = (uintptr_t)info->si_addr;
-    if (!write && ip >= own_start && ip < own_end) {
+    if (ip >= own_start && ip < own_end) {
         /* Mapped again by the time we look (fm5 or another allocation took the pages): retry. mincore
          * cannot tell a page without access from a readable one, so a thread gives up after a few
          * faults at one address with no tombstone made in between (the same bad pointer may fault

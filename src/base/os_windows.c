@@ -58,30 +58,31 @@ int fm5_os_unmap(void *base, size_t size, unsigned mappings)
 static uintptr_t own_start, own_end;
 static void *guard_handle;
 
-/* Whether a read of `address` would succeed now. */
-static int readable_now(uintptr_t address)
+/* Whether a read (or, with `write`, a write) of `address` would succeed now. */
+static int accessible_now(uintptr_t address, int write)
 {
     MEMORY_BASIC_INFORMATION info;
+    DWORD allowed = write ? PAGE_READWRITE | PAGE_EXECUTE_READWRITE
+                          : PAGE_READONLY | PAGE_READWRITE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE;
     return VirtualQuery((void *)address, &info, sizeof info) == sizeof info && info.State == MEM_COMMIT &&
-           !(info.Protect & PAGE_GUARD) &&
-           (info.Protect & (PAGE_READONLY | PAGE_READWRITE | PAGE_EXECUTE_READ | PAGE_EXECUTE_READWRITE));
+           !(info.Protect & PAGE_GUARD) && (info.Protect & allowed);
 }
 
-/* 1 when the read can be retried: a read-only zero granule is there now, or the page is readable again
+/* 1 when the access can be retried: a zero granule is there now, or the page can be accessed again
  * (another allocation took the granule meanwhile). */
-static int make_tombstone(uintptr_t address)
+static int make_tombstone(uintptr_t address, int write)
 {
     void *granule = (void *)(address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1));
     /* Other threads allocate and release around it meanwhile: a refusal (the granule taken a moment)
-     * is tried again while the page stays unreadable. */
+     * is tried again while the page stays inaccessible. */
     for (int attempt = 0; attempt < 64; attempt++) {
-        if (VirtualAlloc(granule, FM5_OS_GRANULARITY, MEM_RESERVE | MEM_COMMIT, PAGE_READONLY) == granule) {
+        if (VirtualAlloc(granule, FM5_OS_GRANULARITY, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE) == granule) {
             void *replaced = fm5_os_record_tombstone(granule);
             if (replaced)
                 VirtualFree(replaced, 0, MEM_RELEASE);
             return 1;
         }
-        if (readable_now(address))
+        if (accessible_now(address, write))
             return 1;
         SwitchToThread();
     }
@@ -91,10 +92,12 @@ static int make_tombstone(uintptr_t address)
 static LONG CALLBACK release_guard_handler(EXCEPTION_POINTERS *exception)
 {
     const EXCEPTION_RECORD *record = exception->ExceptionRecord;
-    /* ExceptionInformation: [0] 0 for a read, [1] the address. */
+    /* ExceptionInformation: [0] 0 for a read, 1 for a write (8: execution, never ours), [1] the
+     * address. */
     if (record->ExceptionCode != EXCEPTION_ACCESS_VIOLATION || record->NumberParameters < 2 ||
-        record->ExceptionInformation[0] != 0)
+        record->ExceptionInformation[0] > 1)
         return EXCEPTION_CONTINUE_SEARCH;
+    int write = record->ExceptionInformation[0] == 1;
     uintptr_t ip = (uintptr_t)record->ExceptionAddress;
     uintptr_t address = (uintptr_t)record->ExceptionInformation[1];
     if (ip < own_start || ip >= own_end)
@@ -104,10 +107,10 @@ static LONG CALLBACK release_guard_handler(EXCEPTION_POINTERS *exception)
      * "unmapped and not marked" is only what two looks at different moments can see while other
      * threads move it along: look again until one look decides. */
     for (int look = 0; look < 64; look++) {
-        if (readable_now(address))
+        if (accessible_now(address, write))
             return EXCEPTION_CONTINUE_EXECUTION;
         if (fm5_address_map_was_released(address))
-            return make_tombstone(address) ? EXCEPTION_CONTINUE_EXECUTION : EXCEPTION_CONTINUE_SEARCH;
+            return make_tombstone(address, write) ? EXCEPTION_CONTINUE_EXECUTION : EXCEPTION_CONTINUE_SEARCH;
     }
     return EXCEPTION_CONTINUE_SEARCH;
 }
