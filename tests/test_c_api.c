@@ -49,7 +49,7 @@ static void zeroing(void)
     size_t reused = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         size_t n = sizes[i];
-        for (int variant = 0; variant < 3; variant++) {
+        for (int variant = 0; variant < 4; variant++) {
             /* Dirty a block of the same size and free it: the zeroing call most likely gets it back,
              * so zeros cannot come from fresh pages alone. */
             uint8_t *dirty = (uint8_t *)fm5_malloc(n);
@@ -62,8 +62,14 @@ static void zeroing(void)
                 z = (uint8_t *)fm5_calloc(n, 1);
             else if (variant == 1)
                 z = (uint8_t *)((n % 4 == 0) ? fm5_calloc(n / 4, 4) : fm5_calloc(1, n));
-            else
+            else if (variant == 2)
                 z = (uint8_t *)FastMM_AllocMem(n);
+            else {
+                /* Past the thread's cache: a medium block carved last goes back to its span's unfed
+                 * space, and is carved there again, from bytes that are no longer fresh. */
+                FastMM_ProcessAllPendingFrees();
+                z = (uint8_t *)FastMM_AllocMem(n);
+            }
             if (!CHECK_MSG(z != NULL, "zeroing allocation %d of %zu bytes failed", variant, n))
                 continue;
             reused += z == dirty;
