@@ -75,6 +75,19 @@ static int walked_free(const void *p)
     return walked_free_of_kind(p, FastMM_SmallBlock);
 }
 
+/* A cached block is free to every call that asks: a second free, a reallocation and the size query
+ * each fail with one event (each caller then checks that the cache still holds it). */
+static void refused_as_free(void *cached)
+{
+    tu_events_reset();
+    CHECK_EQ_INT(FastMM_FreeMem(cached), -1);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
+    CHECK(FastMM_ReallocMem(cached, 100) == NULL);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventReallocOfFreedBlock), 1);
+    CHECK_EQ_SIZE(FastMM_BlockMaximumUserBytes(cached), 0);
+    CHECK_EQ_INT(tu_events_count(FastMM_EventInvalidQuery), 1);
+}
+
 /* ---- the setting ---------------------------------------------------------------------------------- */
 
 static void setting(void)
@@ -137,13 +150,7 @@ static void own_cache(size_t baseline_bytes, size_t baseline_blocks, size_t base
     tu_events_reset();
     CHECK_EQ_SIZE(FastMM_ReportMemoryLeaks(), with_keepers_leaks);
 
-    tu_events_reset();
-    CHECK_EQ_INT(FastMM_FreeMem(cached), -1);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
-    CHECK(FastMM_ReallocMem(cached, 100) == NULL);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventReallocOfFreedBlock), 1);
-    CHECK_EQ_SIZE(FastMM_BlockMaximumUserBytes(cached), 0);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventInvalidQuery), 1);
+    refused_as_free(cached);
     CHECK_EQ_SIZE(cache_bytes(NULL), after);
 
     /* The newest cached block first, then the others, all distinct. */
@@ -701,13 +708,7 @@ static void medium_cache(size_t baseline_bytes, size_t baseline_blocks, size_t b
     CHECK(tu_allocated_bytes() < live_bytes && tu_allocated_bytes() >= live_bytes - MEDIUM_SIZE - 1024);
     tu_events_reset();
     CHECK_EQ_SIZE(FastMM_ReportMemoryLeaks(), live_leaks - 1);
-    tu_events_reset();
-    CHECK_EQ_INT(FastMM_FreeMem(middle), -1);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventDoubleFree), 1);
-    CHECK(FastMM_ReallocMem(middle, 100) == NULL);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventReallocOfFreedBlock), 1);
-    CHECK_EQ_SIZE(FastMM_BlockMaximumUserBytes(middle), 0);
-    CHECK_EQ_INT(tu_events_count(FastMM_EventInvalidQuery), 1);
+    refused_as_free(middle);
     CHECK_EQ_SIZE(cache_bytes(NULL), cached);
 
     /* Its neighbours go to the manager (their size is no recent request) and must not merge with it:
