@@ -10,6 +10,7 @@
 #include "blocks/small_block_classes.h"
 #include "blocks/arena_affinity.h"
 #include "blocks/thread_cache.h"
+#include "blocks/claims.h"
 #include "base/address_map.h"
 #include "blocks/realloc_rules.h"
 #include "debug/debug_block_layout.h"
@@ -137,6 +138,10 @@ void fm5_layout_constants(void)
     EMIT(CACHE_BIN_BLOCK_SIZE, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, block_size));
     EMIT(CACHE_FILLED, offsetof(fm5_thread_cache, filled));
     EMIT(CACHE_BIN_LIMIT, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, limit));
+    /* The claimer record in it, and the sole claimer (blocks/claims.h). */
+    EMIT(CACHE_SOLE, offsetof(fm5_thread_cache, claimer) + offsetof(fm5_claimer, sole));
+    EMIT(CACHE_CLAIMING, offsetof(fm5_thread_cache, claimer) + offsetof(fm5_claimer, claiming));
+    EMIT(CLAIMS_SHARED, (uintptr_t)FM5_CLAIMS_SHARED);
 
     /* Arena affinity's records (blocks/arena_affinity.h) and the TEB fields its key mixes (base/os.h). */
     EMIT(AFFINITY_SLOT_SHIFT, __builtin_ctz(sizeof(fm5_affinity_slot)));

@@ -9,7 +9,7 @@ set(FM5_WINDOWS_ONLY_TESTS test_asm_twins test_asm_unwind test_stack_traces)
 # The tests whose threads race through fm5's locks, lock-free lists and walks.
 set(FM5_HOST_TSAN_TESTS test_multithread test_fastmm5_ports test_debug_scan test_c_api test_bad_pointer_race
                         test_bad_pointer_race_static test_large_block_cache test_debug_retention test_arena_affinity
-                        test_thread_cache)
+                        test_thread_cache test_claims)
 
 set(FM5_TESTS_DIR ${CMAKE_CURRENT_SOURCE_DIR})
 file(GLOB FM5_TEST_SUPPORT_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/support/*.c)
@@ -53,7 +53,7 @@ function(fm5_add_host_test name source)
     set_tests_properties(${name} PROPERTIES TIMEOUT ${arg_TIMEOUT} ENVIRONMENT "${FM5_SANITIZER_ENVIRONMENT}")
 endfunction()
 
-set(FM5_STATIC_TESTS test_os_failures test_arena_affinity test_address_map)
+set(FM5_STATIC_TESTS test_os_failures test_arena_affinity test_address_map test_claims)
 # One source, two tests (as in tests/CMakeLists.txt): the static one reports the guard's tombstones.
 fm5_add_host_test(test_bad_pointer_race_static ${FM5_TESTS_DIR}/test_bad_pointer_race.c STATIC)
 file(GLOB FM5_TEST_SOURCES CONFIGURE_DEPENDS ${FM5_TESTS_DIR}/test_*.c)
@@ -70,6 +70,11 @@ foreach(source IN LISTS FM5_TEST_SOURCES)
     else()
         fm5_add_host_test(${name} ${source})
     endif()
+endforeach()
+
+foreach(run exit window)
+    add_test(NAME test_claims_${run} COMMAND test_claims ${run})
+    set_tests_properties(test_claims_${run} PROPERTIES TIMEOUT 300 ENVIRONMENT "${FM5_SANITIZER_ENVIRONMENT}")
 endforeach()
 
 # The layer rules (scripts/check-layers.py) on the host build's objects too: os_posix.c must keep to

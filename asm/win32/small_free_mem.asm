@@ -19,6 +19,7 @@ extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
+extern fm5_sole_claimer
 
 %define SAVED 8                         ; ebx and esi
 
@@ -42,6 +43,10 @@ ROUTINE FastMM_FreeMem
     jmp .restore_then_c_twin
 .no_cache:
     pop edi
+    ; the managers' claims are compare-and-swaps, which another thread may make only once claims are
+    ; shared (blocks/claims.h): the C twin shares them first
+    cmp dword [fm5_sole_claimer], FM5_CLAIMS_SHARED
+    jne .restore_then_c_twin
     TRY_LOCK ebx, eax, .queue
     FREE_UNDER_LOCK ecx, esi, ebx, eax, .unlock_then_c_twin
     cmp dword [ebx + FM5_MANAGER_PENDING_FREE_LIST], 0

@@ -20,6 +20,7 @@ extern fm5_small_drain_pending_and_unlock
 extern fm5_erase_freed_active
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
+extern fm5_sole_claimer
 
 ROUTINE FastMM_FreeMem
     cmp dword [fm5_erase_freed_active], 0
@@ -30,6 +31,10 @@ ROUTINE FastMM_FreeMem
     xor eax, eax
     ret
 .no_cache:
+    ; the managers' claims are compare-and-swaps, which another thread may make only once claims are
+    ; shared (blocks/claims.h): the C twin shares them first
+    cmp qword [fm5_sole_claimer], FM5_CLAIMS_SHARED
+    jne .c_twin
     TRY_LOCK r8, eax, .queue
     FREE_UNDER_LOCK rcx, rdx, r8, rax, .unlock_then_c_twin
     cmp qword [r8 + FM5_MANAGER_PENDING_FREE_LIST], 0

@@ -149,6 +149,14 @@ FM5_INLINE void *fm5_os_thread_slot_get(void)
 uintptr_t fm5_os_thread_handle_open(void);
 int fm5_os_thread_has_ended(uintptr_t handle);
 void fm5_os_thread_handle_close(uintptr_t handle);
+/* Interrupts the thread of `handle` (fm5_os_thread_handle_open) and lets it go on: when this returns,
+ * every store the thread made before the point where it was stopped is visible to the caller, and
+ * every load it makes afterwards sees what the caller stored before the call. An asymmetric fence:
+ * the thread itself runs no fence instruction (blocks/claims.h is its user). Windows: SuspendThread,
+ * then GetThreadContext (which waits until the thread has really stopped), then ResumeThread; where
+ * either fails, FlushProcessWriteBuffers. Returns 1 when done, 0 when the thread has ended, -1 when
+ * this build cannot (the POSIX one). */
+int fm5_os_thread_interrupt(uintptr_t handle);
 
 /* Stops in the debugger (FastMM_SetBreakOnAllocationNumber). */
 void fm5_os_debug_break(void);

@@ -307,6 +307,13 @@ int fm5_os_thread_has_ended(uintptr_t handle)
     return 0;
 }
 
+/* No handles here (above): the host build never has a sole claimer (blocks/claims.h). */
+int fm5_os_thread_interrupt(uintptr_t handle)
+{
+    (void)handle;
+    return -1;
+}
+
 void fm5_os_thread_handle_close(uintptr_t handle)
 {
     (void)handle;

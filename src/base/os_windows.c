@@ -232,10 +232,32 @@ void fm5_os_thread_slot_destroy(void)
 uintptr_t fm5_os_thread_handle_open(void)
 {
     HANDLE handle;
-    if (!DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &handle, SYNCHRONIZE,
-                         FALSE, 0))
+    /* SYNCHRONIZE for fm5_os_thread_has_ended, the others for fm5_os_thread_interrupt. */
+    if (!DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &handle,
+                         SYNCHRONIZE | THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT, FALSE, 0))
         return 0;
     return (uintptr_t)handle;
+}
+
+int fm5_os_thread_interrupt(uintptr_t handle)
+{
+    if (!handle || fm5_os_thread_has_ended(handle))
+        return 0;
+    if (SuspendThread((HANDLE)handle) == (DWORD)-1) {
+        if (fm5_os_thread_has_ended(handle))
+            return 0;
+        /* The documented fence of every processor that runs a thread of the process. */
+        FlushProcessWriteBuffers();
+        return 1;
+    }
+    /* SuspendThread only asks; GetThreadContext returns once the thread has stopped. */
+    CONTEXT context;
+    context.ContextFlags = CONTEXT_CONTROL;
+    BOOL stopped = GetThreadContext((HANDLE)handle, &context);
+    ResumeThread((HANDLE)handle);
+    if (!stopped)
+        FlushProcessWriteBuffers();
+    return 1;
 }
 
 int fm5_os_thread_has_ended(uintptr_t handle)

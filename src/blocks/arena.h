@@ -22,6 +22,7 @@
 
 #include "base/platform.h"
 #include "base/os.h"
+#include "blocks/claims.h"
 
 typedef struct fm5_arena_gate {
     /* Blocks freed while the lock was held, linked through their first pointer; the next holder
@@ -109,6 +110,7 @@ typedef struct fm5_arena_status_rule {
  * block racing (one queued, one under the lock, or a thread cache's claim) exactly one wins. */
 FM5_INLINE int fm5_arena_claim(volatile uint16_t *status, fm5_arena_status_rule rule)
 {
+    fm5_claims_prepare();
     uint16_t old = __atomic_load_n(status, __ATOMIC_RELAXED);
     return (old & rule.live_mask) == rule.live_value && fm5_cas_u16(status, old, (uint16_t)(old | rule.queued_mark));
 }

@@ -576,10 +576,11 @@ int fm5_medium_free(void *user)
                           release_queued, release_queued, manager);
 }
 
-int fm5_medium_claim_for_cache(void *user)
+int fm5_medium_claim_for_cache(void *user, fm5_claimer *mine)
 {
     return fm5_status_load(user) == FM5_STATUS_MEDIUM &&
-           fm5_cas_u16(&fm5_medium_header_of(user)->status, FM5_STATUS_MEDIUM, FM5_STATUS_MEDIUM_CACHED);
+           fm5_claims_claim_u16(mine, &fm5_medium_header_of(user)->status, FM5_STATUS_MEDIUM,
+                                FM5_STATUS_MEDIUM_CACHED);
 }
 
 void fm5_medium_release_cached(void *user)

@@ -105,10 +105,11 @@ void *fm5_medium_get_mem(size_t user_size);
 int fm5_medium_free(void *user);
 
 /* The thread caches' medium blocks (blocks/thread_cache.h). The claim turns a live block without
- * debug information into a cached one (FM5_STATUS_MEDIUM_CACHED) by compare-and-swap: 0 if it was not
- * live (freed by another thread meanwhile). The release hands a cached block back as a free would,
+ * debug information into a cached one (FM5_STATUS_MEDIUM_CACHED), by compare-and-swap or, while the
+ * caching thread (whose claimer record is `mine`) is the sole claimer, plainly (blocks/claims.h): 0
+ * if it was not live (freed by another thread meanwhile). The release hands a cached block back as a free would,
  * under the lock if it is free now, else queued on the pending list: it never waits. */
-int fm5_medium_claim_for_cache(void *user);
+int fm5_medium_claim_for_cache(void *user, fm5_claimer *mine);
 void fm5_medium_release_cached(void *user);
 
 /* Resizes in place when the rules allow; returns 1 if it did. */

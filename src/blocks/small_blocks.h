@@ -114,6 +114,7 @@ void *fm5_small_get_mem(size_t size);
  * which the winner may have emptied and released; a claimed block keeps its span until released. */
 FM5_INLINE int fm5_small_claim(void *user, uint16_t status)
 {
+    fm5_claims_prepare();
     return !(status & FM5_STATUS_FREE) &&
            fm5_cas_u16(fm5_status_word(user), status, (uint16_t)(status | FM5_STATUS_FREE));
 }

@@ -151,12 +151,14 @@ static fm5_thread_cache *adopt_record(void)
     cache->trimmed = 0;
     cache->grown_bytes = 0;
     cache->thread_handle = fm5_os_thread_handle_open();
+    fm5_claims_adopt(&cache->claimer, cache->thread_handle);
     fm5_os_thread_slot_set(cache, 1);
     return cache;
 }
 
 static void give_up_record(fm5_thread_cache *cache)
 {
+    fm5_claims_give_up(&cache->claimer);
     fm5_os_thread_handle_close(cache->thread_handle);
     cache->thread_handle = 0;
     fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
@@ -182,6 +184,7 @@ void fm5_thread_cache_flush_ended_threads(void)
         /* Its owner is gone: nobody else touches the record. */
         if (cache->state == FM5_CACHE_LIVE && fm5_os_thread_has_ended(cache->thread_handle)) {
             flush_record(cache);
+            fm5_claims_give_up(&cache->claimer);
             fm5_os_thread_handle_close(cache->thread_handle);
             cache->thread_handle = 0;
             cache->state = FM5_CACHE_UNUSED;
@@ -328,7 +331,7 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
     uint16_t status = (uint16_t)fm5_status_load(user);
     if (status & FM5_STATUS_HAS_DEBUG_INFO)
         return fm5_small_free(user, span);
-    if (!fm5_small_claim(user, status))
+    if (!fm5_thread_cache_claim(cache, user, status))
         return -1;
     unsigned slot = span->class_slot;
     fm5_thread_cache_bin *bin = &cache->bins[slot];
@@ -391,7 +394,7 @@ int fm5_thread_cache_free_medium(void *user)
         return fm5_medium_free(user);
     /* The claim first: until it succeeds the block may be another free's, which can merge it (its
      * size changes) or release its span. */
-    if (!fm5_medium_claim_for_cache(user))
+    if (!fm5_medium_claim_for_cache(user, &cache->claimer))
         return -1;
     uint32_t size = (uint32_t)fm5_medium_block_size(user);
     if (!medium_size_is_wanted(cache, size)) {

@@ -18,9 +18,10 @@
  * (fm5_thread_cache_span_is_sparse), so that the span can be released. Against false sharing, a
  * bin that was never filled caches a freed block only if no live block shares its lines, and its
  * first fill hands out a block with quiet lines (thread_cache.c, quiet_block_of_fill). Every free of
- * a small block claims it by compare-and-swap of the status word, the managers' locked free included
- * (a cache's free takes no lock), so that of two threads freeing one block at once exactly one
- * succeeds and the other reports the double free.
+ * a small block claims it (blocks/claims.h) by compare-and-swap of the status word, the managers'
+ * locked free included (a cache's free takes no lock), so that of two threads freeing one block at
+ * once exactly one succeeds and the other reports the double free; while its thread is the only one
+ * that has claimed blocks, a cache claims with a plain load and store.
  *
  * When the caches are used: the epoch. fm5_thread_cache_epoch is odd while caches may be used (the
  * setting is on, debug mode is off, a thread slot was had) and even otherwise; a cache is used only
@@ -39,6 +40,7 @@
 #include "base/os.h"
 #include "blocks/geometry.h"
 #include "blocks/block_status.h"
+#include "blocks/claims.h"
 #include "blocks/small_blocks.h"
 #include "blocks/small_block_classes.h"
 #include "blocks/medium_blocks.h"
@@ -136,6 +138,8 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
     uint64_t filled;
     /* Bit s: bin s was full and gave blocks back since its last fill (its next fill grows it). */
     uint64_t trimmed;
+    /* Whether the thread claims blocks plainly, as the sole claimer (blocks/claims.h). */
+    fm5_claimer claimer;
     fm5_thread_cache_bin bins[FM5_SMALL_CLASS_COUNT] FM5_ALIGNED(FM5_CACHE_LINE);
     /* Cached medium blocks: slot i holds medium[i], of medium_size[i] bytes, or nothing when that is
      * 0. medium_next is the slot the next free takes (the oldest block's, once all are taken). */
@@ -148,6 +152,9 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
     uint32_t medium_wanted[FM5_THREAD_CACHE_MEDIUM_SLOTS];
     uint32_t medium_wanted_next;
 } fm5_thread_cache;
+
+_Static_assert(offsetof(fm5_thread_cache, claimer) + sizeof(fm5_claimer) <= FM5_CACHE_LINE,
+               "the free's fast path reads the claimer record in the cache's first line");
 
 /* Odd while caches may be used (above); asm/ reads it as a dword. */
 extern volatile uint32_t fm5_thread_cache_epoch;
@@ -214,6 +221,14 @@ FM5_INLINE void fm5_thread_cache_link(fm5_thread_cache *cache, fm5_thread_cache_
     fm5_thread_cache_add_byte_room(cache, -(int32_t)bin->block_size);
 }
 
+/* The claim of a small block's free by the running thread, whose cache is `cache`: 0 when the block
+ * was free already or another free claimed it first. */
+FM5_INLINE int fm5_thread_cache_claim(fm5_thread_cache *cache, void *user, uint16_t status)
+{
+    return !(status & FM5_STATUS_FREE) &&
+           fm5_claims_claim_u16(&cache->claimer, fm5_status_word(user), status, (uint16_t)(status | FM5_STATUS_FREE));
+}
+
 /* The push of fm5_thread_cache_free, the bin known to have room: the claim, then the link. */
 FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_bin *bin, void *user,
                                      fm5_small_span *span)
@@ -222,7 +237,7 @@ FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_b
     /* A debug block's outer block goes back to the managers, which know how to keep it. */
     if (FM5_UNLIKELY(status & FM5_STATUS_HAS_DEBUG_INFO))
         return fm5_small_free(user, span);
-    if (FM5_UNLIKELY(!fm5_small_claim(user, status)))
+    if (FM5_UNLIKELY(!fm5_thread_cache_claim(cache, user, status)))
         return -1;
     fm5_thread_cache_link(cache, bin, user);
     return 0;
