@@ -265,17 +265,26 @@ typedef struct fill_routine {
     void (*asm_body)(void *, size_t);
     const char *c_name;
     void (*c_body)(void *, size_t);
-    int freed; /* which pattern it writes */
+    enum { FILL_ALLOCATED, FILL_FREED, FILL_ZERO } pattern; /* what it writes */
 } fill_routine;
 
 static const fill_routine fill_routines[] = {
-    {"fm5_debug_fill_allocated", fm5_debug_fill_allocated, "fm5_c_debug_fill_allocated", fm5_c_debug_fill_allocated, 0},
-    {"fm5_debug_fill_freed", fm5_debug_fill_freed, "fm5_c_debug_fill_freed", fm5_c_debug_fill_freed, 1},
+    {"fm5_debug_fill_allocated", fm5_debug_fill_allocated, "fm5_c_debug_fill_allocated", fm5_c_debug_fill_allocated,
+     FILL_ALLOCATED},
+    {"fm5_debug_fill_freed", fm5_debug_fill_freed, "fm5_c_debug_fill_freed", fm5_c_debug_fill_freed, FILL_FREED},
+    {"fm5_zero_fill", fm5_zero_fill, "fm5_c_zero_fill", fm5_c_zero_fill, FILL_ZERO},
 };
 
 static uint8_t expected_fill_byte(const fill_routine *r, size_t size, size_t offset)
 {
-    return r->freed ? tu_debug_freed_byte(size, offset, marker()) : (uint8_t)TU_DEBUG_ALLOCATED_FILL;
+    switch (r->pattern) {
+    case FILL_FREED:
+        return tu_debug_freed_byte(size, offset, marker());
+    case FILL_ZERO:
+        return 0;
+    default:
+        return (uint8_t)TU_DEBUG_ALLOCATED_FILL;
+    }
 }
 
 /* The first byte of `region` that is not as expected after filling [user, user + size): the fill inside,
@@ -345,7 +354,8 @@ static void fill_case(const fill_routine *r, const char *placement, uint8_t *asm
 
 static void test_fills(void)
 {
-    section_counts s = section_start("b. debug fills: asm against C, every size and misalignment, guards intact");
+    section_counts s = section_start("b. debug fills and the zero fill: asm against C, every size and misalignment, "
+                                     "guards intact");
     tu_info("both fills take their bulk path from %u bytes up", FM5_DEBUG_BULK_FILL_MINIMUM_SIZE);
     current_case.active = 1;
     for (size_t k = 0; k < sizeof fill_routines / sizeof fill_routines[0]; k++) {
@@ -409,6 +419,7 @@ static void check_the_build(void)
         {"FastMM_ReallocMem", (uintptr_t)&FastMM_ReallocMem, (uintptr_t)&fm5_c_realloc_mem},
         {"fm5_debug_fill_allocated", (uintptr_t)&fm5_debug_fill_allocated, (uintptr_t)&fm5_c_debug_fill_allocated},
         {"fm5_debug_fill_freed", (uintptr_t)&fm5_debug_fill_freed, (uintptr_t)&fm5_c_debug_fill_freed},
+        {"fm5_zero_fill", (uintptr_t)&fm5_zero_fill, (uintptr_t)&fm5_c_zero_fill},
         {"fm5_debug_freed_pattern_intact", (uintptr_t)&fm5_debug_freed_pattern_intact,
          (uintptr_t)&fm5_c_debug_freed_pattern_intact},
     };

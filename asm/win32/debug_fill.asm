@@ -1,5 +1,6 @@
-; The debug fill patterns for Win32. C twins: fm5_c_debug_fill_allocated and fm5_c_debug_fill_freed
-; (src/debug_fill.c). Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is one
+; The debug fill patterns for Win32, and FastMM_AllocMem's zero fill. C twins:
+; fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed and fm5_c_zero_fill (src/debug/debug_fill.c).
+; Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is one
 ; rep stosb (a cdecl routine cannot tail-jump to memset, which takes one argument more); below it, at
 ; most one byte, one word, one dword and four qwords are stored from the end of the area down, which
 ; keeps the qword stores at the area's own alignment. The allocated fill of
@@ -13,6 +14,7 @@
 
 extern fm5_freed_object_class_table
 extern fm5_cpu_has_sse2
+extern memset
 
 %define ALLOCATED_FILL_DWORD (FM5_DEBUG_ALLOCATED_FILL_BYTE * 0x01010101)
 %define FREED_FILL_DWORD (FM5_DEBUG_FREED_FILL_BYTE * 0x01010101)
@@ -90,6 +92,26 @@ ROUTINE fm5_debug_fill_bulk
     pop edi
     ret
 END_ROUTINE fm5_debug_fill_bulk
+
+; FastMM_AllocMem's zero fill. C twin: fm5_c_zero_fill (memset). From REP_STOSB_MINIMUM_SIZE bytes up
+; the bulk fill's rep stosb with a zero pattern; below it memset, called as the twin calls it.
+; In: [esp + 4] = area, [esp + 8] = size.
+ROUTINE fm5_zero_fill
+    mov ecx, [esp + 4]
+    mov edx, [esp + 8]
+    cmp edx, REP_STOSB_MINIMUM_SIZE
+    jb .memset
+    xor eax, eax
+    jmp fm5_debug_fill_bulk
+.memset:
+    push edx
+    push 0
+    push ecx
+    call memset
+    add esp, 12
+    ret
+END_ROUTINE fm5_zero_fill
+
 
 ; C twin: fill_with_scalar_stores (src/debug_fill.c), and the memset of fill_pattern below
 ; REP_STOSB_MINIMUM_SIZE: the qword loop takes any size.

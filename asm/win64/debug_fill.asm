@@ -1,5 +1,6 @@
-; The debug fill patterns for Win64. C twins: fm5_c_debug_fill_allocated and fm5_c_debug_fill_freed
-; (src/debug_fill.c). Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is memset
+; The debug fill patterns for Win64, and FastMM_AllocMem's zero fill. C twins:
+; fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed and fm5_c_zero_fill (src/debug/debug_fill.c).
+; Seed 000: from FM5_DEBUG_BULK_FILL_MINIMUM_SIZE user bytes up the fill is memset
 ; (a tail jump, with memset's arguments in the registers this routine was given); below it, at most
 ; one byte, one word, one dword and four qwords are stored from the end of the area down, which keeps
 ; the qword stores at the area's own alignment. The allocated fill of FM5_DEBUG_DESCENDING_FILL_MINIMUM_SIZE
@@ -83,6 +84,25 @@ ROUTINE fm5_debug_fill_freed
     mov rdi, r9
     ret
 END_ROUTINE fm5_debug_fill_freed
+
+; FastMM_AllocMem's zero fill. C twin: fm5_c_zero_fill (memset). From FM5_DEBUG_STRING_FILL_MINIMUM_SIZE
+; bytes up one rep stosb, as the freed fill; below it memset, with the registers this routine was given.
+; In: rcx = area, rdx = size.
+ROUTINE fm5_zero_fill
+    cmp rdx, FM5_DEBUG_STRING_FILL_MINIMUM_SIZE
+    jae .string
+    mov r8, rdx
+    xor edx, edx
+    jmp memset
+.string:                                ; rdi is nonvolatile: kept in r9, as in fm5_debug_fill_freed
+    xor eax, eax
+    mov r9, rdi
+    mov rdi, rcx
+    mov rcx, rdx
+    rep stosb
+    mov rdi, r9
+    ret
+END_ROUTINE fm5_zero_fill
 
 ; C twin: fill_with_scalar_stores (src/debug_fill.c).
 ; In: rcx = area, rdx = size (below FM5_DEBUG_BULK_FILL_MINIMUM_SIZE), rax = the pattern in every byte.

@@ -26,8 +26,8 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
 int fm5_c_free_mem_slow_path(void *p);
 void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 
-/* Twins of the debug fills (fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed: debug/debug_fill.h) and
- * of the freed-pattern check (fm5_c_debug_freed_pattern_intact: debug/debug_freed_check.h), declared
+/* Twins of the debug fills and the zero fill (fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed,
+ * fm5_c_zero_fill: debug/debug_fill.h) and of the freed-pattern check (fm5_c_debug_freed_pattern_intact: debug/debug_freed_check.h), declared
  * there so that the debug layer needs nothing from this one. */
 #include "debug/debug_fill.h"
 #include "debug/debug_freed_check.h"

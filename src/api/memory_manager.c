@@ -57,7 +57,7 @@ void *FM5_CALL FastMM_AllocMem(size_t size)
     void *p = fm5_release_get_mem_inline(size);
     /* A large block is a fresh OS mapping, zero-filled, unless it came from the cache. */
     if (p && (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE || fm5_large_header_of(p)->recycled))
-        memset(p, 0, size);
+        fm5_zero_fill(p, size);
     return p;
 }
 

@@ -331,7 +331,7 @@ void *fm5_debug_get_mem(size_t user_size, int zeroed)
         return NULL;
     uint8_t *user = fm5_debug_user_data(header);
     if (zeroed)
-        memset(user, 0, user_size);
+        fm5_zero_fill(user, user_size);
     else if (!(header->reserved_byte & BLOCK_WITHOUT_FILL))
         fm5_debug_fill_allocated(user, user_size);
     set_has_debug_info(header, 1);

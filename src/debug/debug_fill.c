@@ -124,7 +124,13 @@ void fm5_c_debug_fill_freed(void *user, size_t size)
     fill_pattern(bytes + slot, size - slot, size, FM5_DEBUG_FREED_FILL_WORD);
 }
 
+void fm5_c_zero_fill(void *area, size_t size)
+{
+    memset(area, 0, size);
+}
+
 #if !FM5_ASM
+void fm5_zero_fill(void *area, size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_zero_fill);
 void fm5_debug_fill_allocated(void *user, size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_debug_fill_allocated);
 void fm5_debug_fill_freed(void *user, size_t size) FM5_PUBLIC_NAME_OF_TWIN(fm5_c_debug_fill_freed);
 #endif

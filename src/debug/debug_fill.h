@@ -1,7 +1,8 @@
 /* The fill patterns of debug blocks: 0x90 over a block as it is handed out, so that code reading memory
  * it never wrote sees a recognisable value, and 0x80 over a block as it is freed (with the freed-object
  * marker in its first pointer), so that a later write through a dangling pointer can be detected when the
- * block is reused (debug_freed_check.h). */
+ * block is reused (debug_freed_check.h). And the zero fill of FastMM_AllocMem in every mode, which uses
+ * the same bulk stores. */
 #ifndef FM5_DEBUG_FILL_H
 #define FM5_DEBUG_FILL_H
 
@@ -39,5 +40,14 @@ void fm5_debug_fill_freed(void *user, size_t size);
  * routines, which tail-jump to these; in the pure-C build they are aliases of these. */
 void fm5_c_debug_fill_allocated(void *user, size_t size);
 void fm5_c_debug_fill_freed(void *user, size_t size);
+
+/* Zeroes `size` bytes from `area` (any address; nothing outside is written): FastMM_AllocMem's fill.
+ * The NASM routines store with `rep stosb` where the debug fills do (from 256 bytes on Win32, from
+ * FM5_DEBUG_STRING_FILL_MINIMUM_SIZE on Win64) instead of calling the CRT's memset, which under Wine 8's
+ * Win32 msvcrt stores four bytes at a time. Measured on the allocmem workload (zeroed blocks up to
+ * 300,000 bytes, 9 pairs at scale 1 on the 2-core Xeon, 2026-12-04): with rep stosb for every size,
+ * Win32 +6.2 % [+3.9, +7.9] over memset, Win64 +0.6 % [-7.4, +5.8]. The twin is memset. */
+void fm5_zero_fill(void *area, size_t size);
+void fm5_c_zero_fill(void *area, size_t size);
 
 #endif
