@@ -420,6 +420,8 @@ static void check_the_build(void)
         {"fm5_debug_fill_allocated", (uintptr_t)&fm5_debug_fill_allocated, (uintptr_t)&fm5_c_debug_fill_allocated},
         {"fm5_debug_fill_freed", (uintptr_t)&fm5_debug_fill_freed, (uintptr_t)&fm5_c_debug_fill_freed},
         {"fm5_zero_fill", (uintptr_t)&fm5_zero_fill, (uintptr_t)&fm5_c_zero_fill},
+        {"fm5_free_proved_small_block", (uintptr_t)&fm5_free_proved_small_block,
+         (uintptr_t)&fm5_c_free_proved_small_block},
         {"fm5_debug_freed_pattern_intact", (uintptr_t)&fm5_debug_freed_pattern_intact,
          (uintptr_t)&fm5_c_debug_freed_pattern_intact},
     };
@@ -516,6 +518,10 @@ static void realloc_case(const body *b, size_t n, size_t m, size_t usable, int *
         return;
     }
     *stayed = r == p;
+    /* A block that moved was freed by the mover (the proved free): its free mark is set. */
+    if (!*stayed)
+        AGREE(fm5_status_load(p) & FM5_STATUS_FREE, "ReallocMem(%zu-byte block, %zu) via %s moved it and left the "
+              "old block live (status 0x%x)", n, m, b->name, fm5_status_load(p));
     *new_usable = FastMM_BlockMaximumUserBytes(r);
     size_t kept = n < m ? n : m;
     size_t bad = tu_pattern_find_mismatch(r, 0, kept, key);
@@ -565,6 +571,62 @@ static void test_realloc_rule(void)
     CHECK_EQ_SIZE(classes, TU_SMALL_CLASS_COUNT);
     CHECK_MSG(tu_events_total() == 0, "%ld events during ordinary reallocations", (long)tu_events_total());
     section_end("ReallocMem rule", s);
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * e2. The proved free of ReallocMem's mover
+ * ---------------------------------------------------------------------------------------------- */
+
+typedef int (*proved_free)(void *, fm5_small_span *, struct fm5_small_manager *);
+
+/* Both bodies of fm5_free_proved_small_block: a live small block is freed (0, free mark set, no event);
+ * the same call on a block freed already fails (-1) with one double-free event naming it; and a status
+ * word of zeros (what a released region's tombstone reads, base/os.h) is refused with one event and left
+ * as it was, where a claim that trusted the proof would take the zeros for a live status. */
+static void test_proved_free(void)
+{
+    section_counts s = section_start("e2. the proved free: live blocks freed, a freed block refused, both bodies");
+    const proved_free bodies_of_free[2] = {fm5_free_proved_small_block, fm5_c_free_proved_small_block};
+    const char *names[2] = {"asm", "C"};
+    static const size_t sizes[] = {1, 8, 100, 1000, TU_MAX_SMALL_USER};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            char *p = FastMM_GetMem(sizes[i]);
+            if (!AGREE(p != NULL, "GetMem(%zu) returned NULL", sizes[i]))
+                continue;
+            fm5_small_span *span = fm5_small_span_of(p, fm5_status_load(p));
+            tu_events_reset();
+            int result = bodies_of_free[k](p, span, span->manager);
+            AGREE(result == 0 && (fm5_status_load(p) & FM5_STATUS_FREE) && tu_events_total() == 0,
+                  "proved free (%s) of a live %zu-byte block: result %d, status 0x%x, %ld events", names[k], sizes[i],
+                  result, fm5_status_load(p), tu_events_total());
+            int kind = 0;
+            const void *pointer = NULL;
+            tu_events_reset();
+            result = bodies_of_free[k](p, span, span->manager);
+            long events = tu_events_total();
+            tu_events_last(&kind, &pointer, NULL, NULL, 0);
+            AGREE(result == -1 && events == 1 && kind == FastMM_EventDoubleFree && pointer == p,
+                  "proved free (%s) of a freed %zu-byte block: result %d, %ld events, the last %s naming %p", names[k],
+                  sizes[i], result, events, tu_event_kind_name(kind), pointer);
+
+            char *q = FastMM_GetMem(sizes[i]);
+            if (!AGREE(q != NULL, "GetMem(%zu) returned NULL", sizes[i]))
+                continue;
+            span = fm5_small_span_of(q, fm5_status_load(q));
+            uint16_t status = *fm5_status_word(q);
+            *fm5_status_word(q) = 0;
+            tu_events_reset();
+            result = bodies_of_free[k](q, span, span->manager);
+            events = tu_events_total();
+            unsigned after = fm5_status_load(q);
+            *fm5_status_word(q) = status;
+            AGREE(result == -1 && events == 1 && after == 0,
+                  "proved free (%s) of a %zu-byte block whose status word reads zero: result %d, %ld events, status "
+                  "after 0x%x", names[k], sizes[i], result, events, after);
+            AGREE(FastMM_FreeMem(q) == 0, "FreeMem of the %zu-byte block with its status word back", sizes[i]);
+        }
+    section_end("proved free", s);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1032,6 +1094,7 @@ int main(void)
     test_get_free();
     test_bad_pointers();
     test_realloc_rule();
+    test_proved_free();
     test_erase_modes();
     test_debug_mode();
 

@@ -30,7 +30,7 @@ ROUTINE FastMM_FreeMem
     push ebx
     push esi
     LIVE_SMALL_BLOCK .restore_then_c_twin, .restore_then_slow_path
-    ; esi = span, ebx = manager
+.proved:                                ; ecx = block, esi = span, ebx = manager
     push edi
     CACHE_PUSH ecx, edx, edi, eax, eax, esi, esi, si, .no_cache, .cache_miss, esi
     pop edi
@@ -80,3 +80,23 @@ ROUTINE FastMM_FreeMem
     pop ebx
     jmp fm5_c_free_mem_slow_path
 END_ROUTINE FastMM_FreeMem
+
+; fm5_free_proved_small_block (C twin: fm5_c_free_proved_small_block, src/api/asm_twins.h): FreeMem of a
+; block its caller proved a live small block, entered past the proof with FastMM_FreeMem's registers.
+; In: [esp + 4] = pointer, [esp + 8] = its span, [esp + 12] = the span's manager. Out: eax = 0, or the
+; twin's result (FreeMem's paths that leave for C see the pointer's slot where they expect it).
+ROUTINE fm5_free_proved_small_block
+    cmp dword [fm5_erase_freed_active], 0
+    jne FastMM_FreeMem.c_twin
+    mov ecx, [esp + 4]
+    ; still a live small block's status word (fm5_c_free_proved_small_block says why)
+    movzx eax, word [ecx + FM5_STATUS_WORD_OFFSET]
+    and eax, FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO
+    cmp eax, FM5_STATUS_SMALL
+    jne FastMM_FreeMem.c_twin
+    push ebx
+    push esi
+    mov esi, [esp + SAVED + 8]
+    mov ebx, [esp + SAVED + 12]
+    jmp FastMM_FreeMem.proved
+END_ROUTINE fm5_free_proved_small_block

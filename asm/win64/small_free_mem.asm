@@ -26,7 +26,7 @@ ROUTINE FastMM_FreeMem
     cmp dword [fm5_erase_freed_active], 0
     jne .c_twin
     LIVE_SMALL_BLOCK .c_twin, fm5_c_free_mem_slow_path
-    ; rdx = span, r8 = manager
+.proved:                                ; rcx = block, rdx = span, r8 = manager
     CACHE_PUSH rcx, r9, r10, rax, eax, r11, r11d, r11w, .no_cache, .c_twin, rdx
     xor eax, eax
     ret
@@ -54,3 +54,17 @@ ROUTINE FastMM_FreeMem
 .c_twin:
     jmp fm5_c_free_mem
 END_ROUTINE FastMM_FreeMem
+
+; fm5_free_proved_small_block (C twin: fm5_c_free_proved_small_block, src/api/asm_twins.h): FreeMem of a
+; block its caller proved a live small block, entered past the proof.
+; In: rcx = pointer, rdx = its span, r8 = the span's manager. Out: eax = 0, or the twin's result.
+ROUTINE fm5_free_proved_small_block
+    cmp dword [fm5_erase_freed_active], 0
+    jne FastMM_FreeMem.c_twin
+    ; still a live small block's status word (fm5_c_free_proved_small_block says why)
+    movzx eax, word [rcx + FM5_STATUS_WORD_OFFSET]
+    and eax, FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO
+    cmp eax, FM5_STATUS_SMALL
+    jne FastMM_FreeMem.c_twin
+    jmp FastMM_FreeMem.proved
+END_ROUTINE fm5_free_proved_small_block

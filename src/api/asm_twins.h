@@ -11,6 +11,7 @@
 #include "fm5.h"
 #include "base/platform.h"
 #include "blocks/release_engine.h"  /* fm5_release_get_mem */
+#include "blocks/small_blocks.h"    /* fm5_small_span */
 
 /* Twins of FastMM_GetMem, FastMM_FreeMem and FastMM_ReallocMem: the complete C entry points. */
 void *FM5_CALL fm5_c_get_mem(size_t size);
@@ -26,9 +27,19 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
 int fm5_c_free_mem_slow_path(void *p);
 void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
 
+/* FreeMem of a block that its caller proved a live small block of `span` (whose manager is `manager`),
+ * past the proof: ReallocMem's mover frees the block it moved from with it, after the one proof
+ * ReallocMem made. The asm routine enters FastMM_FreeMem after its LIVE_SMALL_BLOCK; the twin is
+ * fm5_c_free_mem past fm5_release_live_small_block_span. Anything but the thread cache's push (caches
+ * off, a full bin, a lost claim, ...) goes where FreeMem's own would, to code that decides again from
+ * scratch; so a block freed by another thread meanwhile (two threads that free one block, a program's
+ * bug) is reported as FreeMem would report it. */
+int fm5_free_proved_small_block(void *p, fm5_small_span *span, struct fm5_small_manager *manager);
+int fm5_c_free_proved_small_block(void *p, fm5_small_span *span, struct fm5_small_manager *manager);
+
 /* Twins of the debug fills and the zero fill (fm5_c_debug_fill_allocated, fm5_c_debug_fill_freed,
- * fm5_c_zero_fill: debug/debug_fill.h) and of the freed-pattern check (fm5_c_debug_freed_pattern_intact: debug/debug_freed_check.h), declared
- * there so that the debug layer needs nothing from this one. */
+ * fm5_c_zero_fill: debug/debug_fill.h) and of the freed-pattern check (fm5_c_debug_freed_pattern_intact:
+ * debug/debug_freed_check.h), declared there so that the debug layer needs nothing from this one. */
 #include "debug/debug_fill.h"
 #include "debug/debug_freed_check.h"
 
