@@ -190,9 +190,9 @@ FM5_INLINE void copy_small_block(char *to, const char *from, size_t n)
  * it but for the second proof of the old block that FreeMem would make (its caller has proved it). The
  * entry points' fast paths serve both halves, where the release engine's mover (for the erase modes,
  * which ReallocMem does not apply, fm5.h) would take the C managers' slower first passes. Measured
- * against FreeMem of the old block (Win64, 11 pairs at scale 0.5 on the 2-core Xeon, 2026-12-04):
- * realloc_small +9.7 % [+5.9, +13.0], st_tiny_realloc +6.4 % [-0.4, +20.3], small_upsize +7.5 %
- * [-4.2, +12.9]. */
+ * against FreeMem of the old block (15 pairs at scale 0.5 on the 2-core Xeon, 2026-12-04): Win64
+ * realloc_small +6.2 % [+0.3, +16.5], st_tiny_realloc +6.4 % [+3.1, +15.0]; Win32 +8.2 % [-0.1, +19.4]
+ * and +5.8 % [+3.1, +7.1]. */
 FM5_INLINE void *move_small_block(void *p, size_t new_size, void *(FM5_CALL *get_mem)(size_t),
                                   int (*free_proved)(void *, fm5_small_span *, struct fm5_small_manager *))
 {
