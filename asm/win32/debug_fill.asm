@@ -112,7 +112,6 @@ ROUTINE fm5_zero_fill
     ret
 END_ROUTINE fm5_zero_fill
 
-
 ; C twin: fill_with_scalar_stores (src/debug_fill.c), and the memset of fill_pattern below
 ; REP_STOSB_MINIMUM_SIZE: the qword loop takes any size.
 ; In: ecx = area, edx = size, eax = the pattern in every byte.
