@@ -38,20 +38,20 @@ ROUTINE FastMM_GetMem
     cmp ecx, FM5_MAXIMUM_SMALL_USER_SIZE
     ja fm5_release_get_mem
     push ebx
-    push esi
     push edi
     inc ecx
     shr ecx, FM5_SMALL_GRANULARITY_SHIFT
     movzx edi, byte [fm5_small_lookup + ecx]   ; the class slot
-    mov esi, edi
-    shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
-    add esi, fm5_small_managers         ; the class's manager in arena 0
     CACHE_POP edi, edx, ecx, eax, ebx, ebx, .no_cache, .pop_then_c_twin
     pop edi
-    pop esi
     pop ebx
     ret
 .no_cache:
+    ; esi (the manager) is saved and set only here, off the cache's path
+    push esi
+    mov esi, edi
+    shl esi, FM5_SMALL_MANAGER_SIZE_SHIFT
+    add esi, fm5_small_managers         ; the class's manager in arena 0
     ; The count of arenas left to try stays on the stack: ebp keeps the caller's frame chain.
     push dword [fm5_small_arena_count]
     cmp byte [esi + FM5_MANAGER_AFFINITY_ACTIVE], 0
@@ -84,8 +84,8 @@ ROUTINE FastMM_GetMem
     and word [eax + FM5_STATUS_WORD_OFFSET], ~FM5_STATUS_FREE & 0xFFFF
 .return:
     add esp, 4
-    pop edi
     pop esi
+    pop edi
     pop ebx
     ret
 .next_arena:
@@ -99,9 +99,9 @@ ROUTINE FastMM_GetMem
     UNLOCK esi
 .restore_then_c_twin:
     add esp, 4
-.pop_then_c_twin:
-    pop edi
     pop esi
+.pop_then_c_twin:                       ; the cache's paths: esi was not saved
+    pop edi
     pop ebx
 .c_twin:
     jmp fm5_c_get_mem
