@@ -40,14 +40,15 @@ ROUTINE FastMM_GetMem
     shr rax, FM5_SMALL_GRANULARITY_SHIFT
     lea rdx, [fm5_small_lookup]
     movzx eax, byte [rdx + rax]         ; the class slot
-    mov r8d, eax
-    shl r8d, FM5_SMALL_MANAGER_SIZE_SHIFT
-    lea rdx, [fm5_small_managers]
-    add r8, rdx                         ; the class's manager in arena 0
     CACHE_POP rax, r9, r10, rdx, r11, r11d, .no_cache, .c_twin
     mov rax, rdx
     ret
 .no_cache:
+    ; the manager is needed only here, off the cache's path
+    mov r8d, eax
+    shl r8d, FM5_SMALL_MANAGER_SIZE_SHIFT
+    lea rdx, [fm5_small_managers]
+    add r8, rdx                         ; the class's manager in arena 0
     mov r11d, [fm5_small_arena_count]   ; arenas left to try
     cmp byte [r8 + FM5_MANAGER_AFFINITY_ACTIVE], 0
     jne .affinity
