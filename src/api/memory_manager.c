@@ -120,8 +120,7 @@ FM5_OPTIMISTIC_READER int FM5_CALL fm5_c_free_mem(void *p)
 int fm5_c_free_proved_small_block(void *p, fm5_small_span *span, struct fm5_small_manager *manager)
 {
     (void)manager; /* the asm's managers' free uses it; the twin's slow path finds it again */
-    unsigned status = fm5_status_load(p) & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO);
-    if (FM5_UNLIKELY(fm5_erase_freed_active) || FM5_UNLIKELY(status != FM5_STATUS_SMALL))
+    if (FM5_UNLIKELY(fm5_erase_freed_active) || FM5_UNLIKELY(!fm5_status_is_live_small(fm5_status_load(p))))
         return fm5_c_free_mem(p);
     if (FM5_LIKELY(fm5_thread_cache_free(p, span) == 0))
         return 0;

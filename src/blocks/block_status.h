@@ -30,6 +30,13 @@ _Static_assert((FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO | FM5_STATUS_SMALL) 
  * The release layer needs only this to recognise one. */
 #define FM5_DEBUG_SUB_BLOCK_OFFSET 64u
 
+/* A live small block without debug information: the kind the small-block fast paths serve (the asm's
+ * LIVE_SMALL_BLOCK makes the same test). */
+FM5_INLINE int fm5_status_is_live_small(unsigned status)
+{
+    return (status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) == FM5_STATUS_SMALL;
+}
+
 /* Small blocks keep their offset in the bits that mean "pending" for the others. */
 FM5_INLINE int fm5_status_is_pending_free(unsigned status)
 {

@@ -44,8 +44,7 @@ FM5_INLINE fm5_small_span *fm5_release_live_small_block_span(void *p)
     if (FM5_UNLIKELY(!fm5_status_word_is_ours(p)))
         return NULL;
     unsigned status = *fm5_status_word(p);
-    if (FM5_UNLIKELY((status & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) !=
-                     FM5_STATUS_SMALL))
+    if (FM5_UNLIKELY(!fm5_status_is_live_small(status)))
         return NULL;
     return fm5_small_block_span(p, status);
 }
