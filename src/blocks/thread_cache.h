@@ -12,16 +12,17 @@
  *
  * Filling and flushing go in batches: an empty bin takes up to half its limit plus one from the
  * managers under one lock (whole runs of a span's free chain, which is linked as a cache is) or one
- * compare-and-swap of the sequential feed; a full bin gives back its colder half, and a thread past its
- * bytes the colder half of every bin, one lock per manager met (a busy manager gets the blocks on its
- * pending-free list, so that a flush never waits). A block of a nearly empty span goes to the managers
- * (fm5_thread_cache_span_is_sparse), so that the span can be released. Against false sharing, a
- * bin that was never filled caches a freed block only if no live block shares its lines, and its
- * first fill hands out a block with quiet lines (thread_cache.c, quiet_block_of_fill). Every free of
- * a small block claims it (blocks/claims.h) by compare-and-swap of the status word, the managers'
- * locked free included (a cache's free takes no lock), so that of two threads freeing one block at
- * once exactly one succeeds and the other reports the double free; while its thread is the only one
- * that has claimed blocks, a cache claims with a plain load and store.
+ * compare-and-swap of the sequential feed; a full bin gives back its newer half (thread_cache.c
+ * says why), and a thread past its bytes half of every bin, one lock per manager met (a busy
+ * manager gets the blocks on its pending-free list, so that a flush never waits). A block of a
+ * nearly empty span goes to the managers (fm5_thread_cache_span_is_sparse), so that the span can be
+ * released. Against false sharing, a bin that was never filled caches a freed block only if no live
+ * block shares its lines, and its first fill hands out a block with quiet lines (thread_cache.c,
+ * quiet_block_of_fill). Every free of a small block claims it (blocks/claims.h) by compare-and-swap
+ * of the status word, the managers' locked free included (a cache's free takes no lock), so that of
+ * two threads freeing one block at once exactly one succeeds and the other reports the double free;
+ * while its thread is the only one that has claimed blocks, a cache claims with a plain load and
+ * store.
  *
  * When the caches are used: the epoch. fm5_thread_cache_epoch is odd while caches may be used (the
  * setting is on, debug mode is off, a thread slot was had) and even otherwise; a cache is used only
