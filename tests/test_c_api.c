@@ -2,7 +2,8 @@
  * test_c_api — the C family, the tuning functions, heap status, block walking, the contention
  * counters and the event log settings:
  *   - fm5_malloc(0) gives distinct freeable blocks; fm5_calloc and FastMM_AllocMem zero what they
- *     hand out even when they reuse a block just freed with other content (small, medium, large);
+ *     hand out even when they reuse a block just freed with other content (small, medium, large),
+ *     and when they cut medium blocks from unfed space that a dirtied block was given back to;
  *     fm5_realloc(NULL, n) allocates, fm5_realloc(p, 0) frees; fm5_free(NULL) does nothing;
  *     fm5_usable_size agrees with FastMM_BlockMaximumUserBytes; FastMM_ReallocMem rejects NULL and 0;
  *   - fm5_owns answers 1 for every byte of small, medium and large blocks and 0 for the stack, a
@@ -82,6 +83,29 @@ static void zeroing(void)
     }
     tu_info("%zu of the zeroed blocks reused the dirtied block", reused);
     CHECK(reused > 0);
+
+    /* AllocMem skips the fill where the OS's zeros are known untouched (a medium block cut from a new
+     * span's unfed space): a dirtied block given back to the unfed space, then cut again in smaller
+     * pieces, the first inside it, the next across its lower end, the last below it. */
+    uint8_t *big = (uint8_t *)FastMM_GetMem(60000);
+    if (CHECK(big != NULL)) {
+        memset(big, 0xCD, FastMM_BlockMaximumUserBytes(big));
+        CHECK_EQ_INT(FastMM_FreeMem(big), 0);
+        FastMM_ProcessAllPendingFrees();
+        uint8_t *piece[5];
+        for (int k = 0; k < 5; k++) {
+            piece[k] = (uint8_t *)FastMM_AllocMem(25000);
+            if (!CHECK(piece[k] != NULL))
+                continue;
+            size_t bad = 0;
+            int zero = tu_all_bytes_equal(piece[k], 25000, 0, &bad);
+            CHECK_MSG(zero, "piece %d at %p (the dirtied block at %p): byte %zu is 0x%02x", k, (void *)piece[k],
+                      (void *)big, bad, piece[k][bad]);
+        }
+        for (int k = 0; k < 5; k++)
+            if (piece[k])
+                fm5_free(piece[k]);
+    }
 
     /* A zero count or size: either NULL or a freeable block, never a crash. */
     void *p = fm5_calloc(0, 10);

@@ -206,9 +206,11 @@ FM5_INLINE void set_feed_end(fm5_medium_manager *manager, char *feed_end)
     __atomic_store_n(&manager->feed_end, feed_end, __ATOMIC_RELAXED);
 }
 
+/* Only a new span (fresh from the OS but for its end's sentinel header) or none becomes the feed. */
 static void set_feed(fm5_medium_manager *manager, fm5_medium_span *span, char *feed_start, char *feed_end)
 {
     manager->feed_span = span;
+    manager->fresh_floor = feed_end ? feed_end - FM5_MEDIUM_HEADER_SIZE : NULL;
     __atomic_store_n(&manager->feed_start, feed_start, __ATOMIC_RELAXED);
     set_feed_end(manager, feed_end);
 }
@@ -271,12 +273,20 @@ static int add_feed_span(fm5_medium_manager *manager)
 
 /* ---- allocation under the lock ---------------------------------------------------------------- */
 
-FM5_INLINE void *take_from_feed(fm5_medium_manager *manager, size_t size)
+/* *zeroed as fm5_medium_allocate_noting_zero says: the user bytes end where the header of the block
+ * above (or the span's sentinel) starts. A block given back to the feed has moved feed_end above the
+ * fresh floor, and the blocks cut from that space are not zero. */
+FM5_INLINE void *take_from_feed(fm5_medium_manager *manager, size_t size, int *zeroed)
 {
     if ((size_t)(manager->feed_end - manager->feed_start) < size)
         return NULL;
     fm5_medium_span *span = manager->feed_span;
     char *user = manager->feed_end - size;
+    FM5_ASSERT(manager->fresh_floor <= manager->feed_end - FM5_MEDIUM_HEADER_SIZE);
+    *zeroed = manager->feed_end - FM5_MEDIUM_HEADER_SIZE == manager->fresh_floor;
+    /* Lowered only: a block cut from space given back keeps the floor where the writes reached. */
+    if (user - FM5_MEDIUM_HEADER_SIZE < manager->fresh_floor)
+        manager->fresh_floor = user - FM5_MEDIUM_HEADER_SIZE;
     write_header(span, user, size, FM5_STATUS_MEDIUM);
     fm5_medium_header_of(user)->previous_block_is_free = 0;
     mark_block_start(span, user);
@@ -350,15 +360,16 @@ static int may_serve(const fm5_medium_manager *manager, size_t size, unsigned bi
 typedef struct medium_request {
     size_t size;
     unsigned bin;
+    int zeroed;       /* out: fm5_medium_allocate_noting_zero's */
 } medium_request;
 
 /* Bins before the feed: a freed block is reused while its lines may still be cached, and the unfed
  * space is kept for what the bins cannot serve. */
-FM5_INLINE void *take_locked(fm5_medium_manager *manager, const medium_request *request)
+FM5_INLINE void *take_locked(fm5_medium_manager *manager, medium_request *request)
 {
     fm5_arena_drain(&manager->gate, release_queued, manager);
     void *user = take_from_bins(manager, request->size, request->bin);
-    return user ? user : take_from_feed(manager, request->size);
+    return user ? user : take_from_feed(manager, request->size, &request->zeroed);
 }
 
 /* First pass: only an arena that is idle and can probably serve the request as it is. */
@@ -366,7 +377,7 @@ static void *first_pass(void *arena, void *context, int *final)
 {
     (void)final;
     fm5_medium_manager *manager = arena;
-    const medium_request *request = context;
+    medium_request *request = context;
     if (fm5_lock_is_held(&manager->gate.locked) || !may_serve(manager, request->size, request->bin) ||
         !fm5_try_lock(&manager->gate.locked))
         return NULL;
@@ -399,13 +410,13 @@ static int feed_new_span(fm5_medium_manager *manager)
 static void *second_pass(void *arena, void *context, int *final)
 {
     fm5_medium_manager *manager = arena;
-    const medium_request *request = context;
+    medium_request *request = context;
     if (!fm5_try_lock(&manager->gate.locked))
         return NULL;
     void *user = take_locked(manager, request);
     if (!user) {
         if (feed_new_span(manager))
-            user = take_from_feed(manager, request->size);
+            user = take_from_feed(manager, request->size, &request->zeroed);
         else
             *final = 1;
     }
@@ -413,11 +424,19 @@ static void *second_pass(void *arena, void *context, int *final)
     return user;
 }
 
+void *fm5_medium_allocate_noting_zero(size_t size, int *zeroed)
+{
+    medium_request request = { size, bin_for_free_block(size), 0 };
+    void *user = fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], fm5_medium_arena_count, 0,
+                                    first_pass, second_pass, NULL, &request, &fm5_medium_contention_count);
+    *zeroed = user && request.zeroed;
+    return user;
+}
+
 void *fm5_medium_allocate(size_t size)
 {
-    medium_request request = { size, bin_for_free_block(size) };
-    return fm5_arena_allocate(fm5_medium_managers, sizeof fm5_medium_managers[0], fm5_medium_arena_count, 0,
-                              first_pass, second_pass, NULL, &request, &fm5_medium_contention_count);
+    int zeroed;
+    return fm5_medium_allocate_noting_zero(size, &zeroed);
 }
 
 void *fm5_medium_get_mem(size_t user_size)
@@ -887,8 +906,10 @@ void fm5_medium_check_manager(const fm5_medium_manager *manager)
     FM5_ASSERT(manager->gate.locked);
     FM5_ASSERT(manager->feed_span ? manager->feed_start == span_area_start(manager->feed_span) &&
                                         manager->feed_start <= manager->feed_end &&
-                                        manager->feed_end <= span_end(manager->feed_span)
-                                  : !manager->feed_start && !manager->feed_end);
+                                        manager->feed_end <= span_end(manager->feed_span) &&
+                                        manager->fresh_floor >= manager->feed_start - FM5_MEDIUM_HEADER_SIZE &&
+                                        manager->fresh_floor <= manager->feed_end - FM5_MEDIUM_HEADER_SIZE
+                                  : !manager->feed_start && !manager->feed_end && !manager->fresh_floor);
     for (unsigned group = 0; group < FM5_MEDIUM_BIN_GROUP_COUNT; group++)
         FM5_ASSERT(((manager->group_bitmap >> group) & 1) == (manager->bin_bitmaps[group] != 0));
     for (unsigned bin = 0; bin < FM5_MEDIUM_BIN_COUNT; bin++) {

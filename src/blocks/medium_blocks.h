@@ -47,7 +47,9 @@ typedef struct fm5_medium_span {
  * - a binned block carries debug information only while debug mode is on, or from then until
  *   fm5_medium_recycle_freed_debug_blocks has been through the arena;
  * - the feed span's unfed space is [feed_start, feed_end), feed_start its first block; the block at
- *   feed_end is not free; without a feed span both are NULL. */
+ *   feed_end is not free; without a feed span both are NULL;
+ * - fresh_floor <= feed_end - FM5_MEDIUM_HEADER_SIZE: below it, down to feed_start, nothing has been
+ *   written since the OS mapped the feed span, so those bytes are zero. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     fm5_ring spans;                      /* sentinel of the arena's spans */
     fm5_arena_gate gate;
@@ -55,6 +57,7 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     fm5_medium_span *feed_span;
     char *feed_start;                    /* the feed span's first block, NULL without a feed span */
     char *feed_end;                      /* lowest carved block of the feed span; blocks are cut below it */
+    char *fresh_floor;                   /* the lowest byte of the feed span written since it was mapped */
     uint32_t group_bitmap;
     uint32_t bin_bitmaps[FM5_MEDIUM_BIN_GROUP_COUNT];
     fm5_medium_free_links *bins[FM5_MEDIUM_BIN_COUNT];
@@ -98,6 +101,10 @@ void fm5_medium_set_arena_count(unsigned count);
 
 /* A block of at least `block_size` bytes (a bin size); NULL if the OS refuses memory. */
 void *fm5_medium_allocate(size_t block_size);
+/* The same, and *zeroed = 1 when every user byte of the block is zero because nothing has written it
+ * since the OS mapped it (carved from a new span's unfed space, which no block has been given back
+ * to); 0 otherwise. AllocMem then need not zero it. */
+void *fm5_medium_allocate_noting_zero(size_t block_size, int *zeroed);
 void *fm5_medium_get_mem(size_t user_size);
 
 /* For a block that fm5_identify_block proved to be a live medium block (or small-block span).

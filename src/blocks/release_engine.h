@@ -16,14 +16,27 @@
  * spans (medium_blocks.h) have gone back. */
 void *fm5_release_get_large_block(size_t size);
 
-/* GetMem: the size picks the manager. Inline for the public GetMem's fast path. */
-FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
+/* GetMem: the size picks the manager; *zeroed = 1 when the block's user bytes are zero because
+ * nothing has written them since the OS mapped them (AllocMem's zero fill then has nothing to do): a
+ * large block that did not come from the large-block cache, a medium block as
+ * fm5_medium_allocate_noting_zero says; never a small one. */
+FM5_INLINE void *fm5_release_get_mem_noting_zero(size_t size, int *zeroed)
 {
+    *zeroed = 0;
     if (FM5_LIKELY(size <= FM5_MAXIMUM_SMALL_USER_SIZE))
         return fm5_thread_cache_get_mem(size);
     if (size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
-        return fm5_thread_cache_get_medium(size);
-    return fm5_release_get_large_block(size);
+        return fm5_thread_cache_get_medium(size, zeroed);
+    void *p = fm5_release_get_large_block(size);
+    *zeroed = p && !fm5_large_header_of(p)->recycled;
+    return p;
+}
+
+/* Inline for the public GetMem's fast path. */
+FM5_INLINE void *fm5_release_get_mem_inline(size_t size)
+{
+    int zeroed;
+    return fm5_release_get_mem_noting_zero(size, &zeroed);
 }
 
 /* The same out of line: for debug mode, and the asm's GetMem above the small range. */

@@ -370,7 +370,7 @@ static int medium_size_is_wanted(const fm5_thread_cache *cache, uint32_t size)
     return wanted && size <= FM5_THREAD_CACHE_MEDIUM_BYTES;
 }
 
-void *fm5_thread_cache_get_medium_slow(size_t size)
+void *fm5_thread_cache_get_medium_slow(size_t size, int *zeroed)
 {
     fm5_thread_cache *cache = settled_cache();
     if (cache) {
@@ -379,7 +379,7 @@ void *fm5_thread_cache_get_medium_slow(size_t size)
             release_medium_slots(cache);
         cache->medium_wanted[cache->medium_wanted_next++ % FM5_THREAD_CACHE_MEDIUM_SLOTS] = (uint32_t)size;
     }
-    return fm5_medium_allocate(size);
+    return fm5_medium_allocate_noting_zero(size, zeroed);
 }
 
 void fm5_thread_cache_give_back_medium(void *user)

@@ -269,11 +269,13 @@ FM5_INLINE int fm5_thread_cache_free(void *user, fm5_small_span *span)
 
 /* A medium block of `size` bytes (a bin size) from the managers, the size noted as wanted in the
  * running thread's cache (which is brought up to date first, as the small slow paths do). */
-void *fm5_thread_cache_get_medium_slow(size_t size);
+void *fm5_thread_cache_get_medium_slow(size_t size, int *zeroed);
 
-/* GetMem of a medium size: a cached medium block of exactly the size it needs, or the managers'. */
-FM5_INLINE void *fm5_thread_cache_get_medium(size_t user_size)
+/* GetMem of a medium size: a cached medium block of exactly the size it needs, or the managers'.
+ * *zeroed as fm5_medium_allocate_noting_zero says (a cached block has been used: 0). */
+FM5_INLINE void *fm5_thread_cache_get_medium(size_t user_size, int *zeroed)
 {
+    *zeroed = 0;
     size_t size = fm5_medium_block_size_for(user_size);
     fm5_thread_cache *cache = fm5_thread_cache_usable();
     if (cache) {
@@ -288,7 +290,7 @@ FM5_INLINE void *fm5_thread_cache_get_medium(size_t user_size)
             return user;
         }
     }
-    return fm5_thread_cache_get_medium_slow(size);
+    return fm5_thread_cache_get_medium_slow(size, zeroed);
 }
 
 /* FreeMem of a block that fm5_release_is_live_medium_block proved: into the running thread's cache
