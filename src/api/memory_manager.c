@@ -65,7 +65,7 @@ void *FM5_CALL FastMM_AllocMem(size_t size)
     if (p && !zeroed)
         fm5_zero_fill(p, size);
     else if (p && size <= FM5_MAXIMUM_MEDIUM_USER_SIZE)
-        for (size_t page = 0; page < size; page += 4096)
+        for (size_t page = 0; page < size; page += FM5_OS_PAGE_SIZE)
             ((volatile char *)p)[page] = 0;
     return p;
 }

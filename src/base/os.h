@@ -14,6 +14,8 @@
 /* Windows hands out address space in 64 KB granules: every region fm5 maps starts on one, on the host
  * too (os_posix.c trims its mappings to it), so that both builds share one address map. */
 #define FM5_OS_GRANULARITY 65536u
+/* The smallest unit the OS commits and faults in (4 KB on x86 Windows and Linux alike). */
+#define FM5_OS_PAGE_SIZE 4096u
 
 /* A timeout that never expires. */
 #define FM5_WAIT_FOREVER 0xFFFFFFFFu
