@@ -218,6 +218,10 @@ def markdown(meta, per_arch):
     if meta.get("failures"):
         out += ["", "## Failures", ""]
         out += [f"- {f['arch']} `{f['workload']}` `{f['allocator']}`: {f['error']}" for f in meta["failures"]]
+    if meta.get("retried"):
+        out += ["", "## Runs taken again", "", "Wine ended these runs without a word from the program "
+                "(bench/run.py, ended_by_wine); each was run once more and that run's sample kept.", ""]
+        out += [f"- {f['arch']} `{f['workload']}` `{f['allocator']}`: {f['error']}" for f in meta["retried"]]
     if meta.get("skipped"):
         out += ["", "## Skipped", ""] + [f"- {s}" for s in meta["skipped"]]
     return "\n".join(out) + "\n"
