@@ -108,8 +108,8 @@ def ended_by_wine(returncode, out, err):
     """A run that Wine ended, not the program: exit code 1 with nothing on stdout or stderr, or
     Wine's client reporting that it lost the server. fm5bench writes "ERROR ..." before each exit of
     its own with code 1, fm5's fatal stop exits with 134 and a fault with the exception's code after
-    winedbg's lines. Seen: exit 1 and no word three times in the runs of docs/bench/ of 2026-12-04
-    and -05 (fm5's DLLs; bench/smoke.sh once saw it with Wine's heap), and "wine client error:0:
+    winedbg's lines. Seen: exit 1 and no word three times in docs/bench/'s reports of 2026-12-05
+    (fm5's DLLs; bench/smoke.sh once saw it with Wine's heap), and "wine client error:0:
     recvmsg: Connection reset by peer" in 3 of 400 runs made without a persistent wineserver. The
     rule is bench/smoke.sh's run_one's."""
     if returncode != 1:
