@@ -107,7 +107,7 @@ static volatile int guard_installed;
 static int make_tombstone(uintptr_t address)
 {
     unsigned char resident;
-    uintptr_t page = address & ~(uintptr_t)4095;
+    uintptr_t page = address & ~(uintptr_t)(FM5_OS_PAGE_SIZE - 1);
     uintptr_t granule = address & ~(uintptr_t)(FM5_OS_GRANULARITY - 1);
     int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
     enum { ATTEMPTS = 16, PAGE_TOMBSTONES = 4096 };
@@ -128,15 +128,15 @@ static int make_tombstone(uintptr_t address)
         /* Something else holds part of the granule (mmap places at page granularity): a tombstone of
          * the one page, never unmapped, at most PAGE_TOMBSTONES of them. */
         if (__atomic_load_n(&page_tombstones, __ATOMIC_RELAXED) < PAGE_TOMBSTONES) {
-            p = mmap((void *)page, 4096, PROT_READ | PROT_WRITE, flags, -1, 0);
+            p = mmap((void *)page, FM5_OS_PAGE_SIZE, PROT_READ | PROT_WRITE, flags, -1, 0);
             if (p == (void *)page) {
                 __atomic_add_fetch(&page_tombstones, 1, __ATOMIC_RELAXED);
                 return 1;
             }
             if (p != MAP_FAILED)
-                munmap(p, 4096);
+                munmap(p, FM5_OS_PAGE_SIZE);
         }
-        if (mincore((void *)page, 4096, &resident) == 0)
+        if (mincore((void *)page, FM5_OS_PAGE_SIZE, &resident) == 0)
             return 1;
     }
     return 0;
@@ -165,9 +165,9 @@ static void release_guard_handler(int signal, siginfo_t *info, void *context)
          * mapped again: "unmapped and not marked" is only what two looks at different moments can see
          * while other threads move it along, so look again until one look decides. */
         unsigned char resident;
-        void *page = (void *)(address & ~(uintptr_t)4095);
+        void *page = (void *)(address & ~(uintptr_t)(FM5_OS_PAGE_SIZE - 1));
         for (int look = 0; look < 64 && retries < 8; look++) {
-            if (mincore(page, 4096, &resident) == 0)
+            if (mincore(page, FM5_OS_PAGE_SIZE, &resident) == 0)
                 return;
             if (fm5_address_map_was_released(address)) {
                 if (make_tombstone(address))
