@@ -5,7 +5,9 @@
  *   - around each of the 1024 medium bin sizes, the usable size is the bin size less the 8-byte
  *     header, and 558,904 is the largest medium request;
  *   - large blocks hold round_up(n + 64, 64K) - 64 bytes at an address that is 64 past a 64K
- *     boundary, and remember the exact requested size.
+ *     boundary, and remember the exact requested size;
+ *   - a class's small-block spans grow from FastMM5's minimum of 16 blocks by doubling to its optimal
+ *     span.
  * The kind of every block is read from FastMM_WalkBlocks, and every byte of every block is written
  * while its neighbours are live, so a block that overlaps another shows up as a pattern mismatch.
  */
@@ -277,6 +279,63 @@ static void alignments(void)
     CHECK_EQ_SIZE(tu_expected_usable(1471, 64), 1598);
 }
 
+/* The span holding `p` in a snapshot of the small-block spans, or NULL. */
+static const FastMM_WalkBlockInfo *span_holding(const tu_walk *spans, const void *p)
+{
+    for (size_t i = 0; i < spans->count; i++) {
+        const char *start = spans->items[i].Address;
+        if ((const char *)p >= start && (const char *)p < start + spans->items[i].BlockSize)
+            return &spans->items[i];
+    }
+    return NULL;
+}
+
+static int by_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* FastMM5's span sizes (at least 16 and ideally 64 blocks, at most 101,184 bytes), reached by
+ * doubling: a class's first span holds 16 blocks and each next one twice the blocks of the span used
+ * up before it, up to the optimal span. Spelled out for the 1,728-byte class, unused before this
+ * section: 16 blocks make a 27,968-byte medium block, 32 blocks 55,616 and the optimal 58 blocks
+ * 100,416, so 300 blocks take 16 + 32 + 5 x 58 (a thread cache's fill may feed up to 9 more). */
+static void spans_grow(void)
+{
+    SECTION("small spans: 16 blocks first, then doubling up to the optimal span");
+    enum { COUNT = 300, REQUEST = 1700 };
+    static void *blocks[COUNT];
+    for (size_t i = 0; i < COUNT; i++)
+        if (!CHECK_MSG((blocks[i] = FastMM_GetMem(REQUEST)) != NULL, "FastMM_GetMem(%d) failed", REQUEST))
+            return;
+    tu_walk spans;
+    tu_walk_take(&spans, FastMM_SmallBlockSpan, 0);
+    size_t sizes[COUNT], span_count = 0;
+    const void *seen[COUNT];
+    for (size_t i = 0; i < COUNT; i++) {
+        const FastMM_WalkBlockInfo *span = span_holding(&spans, blocks[i]);
+        if (!CHECK_MSG(span != NULL, "block %p in no small-block span", blocks[i]))
+            break;
+        size_t k = 0;
+        while (k < span_count && seen[k] != span->Address)
+            k++;
+        if (k == span_count) {
+            seen[span_count] = span->Address;
+            sizes[span_count++] = span->BlockSize;
+        }
+    }
+    tu_walk_free(&spans);
+    qsort(sizes, span_count, sizeof sizes[0], by_size);
+    static const size_t expected[] = { 27968, 55616, 100416, 100416, 100416, 100416, 100416 };
+    if (CHECK_EQ_SIZE(span_count, sizeof expected / sizeof expected[0]))
+        for (size_t k = 0; k < span_count; k++)
+            CHECK_MSG(sizes[k] == expected[k], "span %zu of the class: %zu bytes, expected %zu", k, sizes[k],
+                      expected[k]);
+    for (size_t i = 0; i < COUNT; i++)
+        FastMM_FreeMem(blocks[i]);
+}
+
 int main(void)
 {
     tu_init("test_size_classes");
@@ -284,6 +343,7 @@ int main(void)
     size_t baseline_bytes = tu_allocated_bytes();
     size_t baseline_blocks = tu_used_block_count();
 
+    spans_grow();
     small_classes();
     boundaries();
     medium_bins();

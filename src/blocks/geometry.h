@@ -44,7 +44,9 @@
 #define FM5_SMALL_LINE_SHIFT 6
 #define FM5_SMALL_MAXIMUM_SPAN_REACH ((size_t)1 << (16 - FM5_SMALL_OFFSET_SHIFT + FM5_SMALL_LINE_SHIFT))
 
-/* A span aims at 64 blocks, but at least 16, and its size stays within these bounds (FastMM5's). */
+/* A span aims at 64 blocks, but at least 16, and its size stays within these bounds (FastMM5's). A
+ * class's first span has the minimum and each next one twice the blocks of the one it used up, up to
+ * the optimal size (small_blocks.c, next_span_size). */
 #define FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN 16u
 #define FM5_SMALL_OPTIMAL_BLOCKS_PER_SPAN 64u
 #define FM5_SMALL_MINIMUM_OPTIMAL_SPAN_SIZE 19264u

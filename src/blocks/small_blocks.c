@@ -192,10 +192,30 @@ static void *reuse_locked(fm5_small_manager *manager)
     }
 }
 
+/* Spans grow: a manager's first span (its feed word's change counter is still 0: nothing was ever fed)
+ * has the minimum size, and each next one twice the blocks of the feed span it used up, up to the
+ * optimal size. Why: new_span_locked writes every block's status word, so a class that a program uses
+ * for a few blocks would fault in the pages of a whole optimal span for nothing. A manager whose
+ * feed span emptied and was released has been busy before: it goes on with the optimal size, since
+ * starting again from the minimum would make a class whose blocks come and go in bursts cut three
+ * spans where one serves. */
+static uint32_t next_span_size(fm5_small_manager *manager)
+{
+    if (!(fm5_load_u64(&manager->feed) >> 32))
+        return manager->minimum_span_size;
+    const fm5_small_span *used_up = manager->feed_span;
+    if (!used_up)
+        return manager->optimal_span_size;
+    size_t doubled = fm5_medium_block_size_for((size_t)2 * used_up->total_blocks * manager->block_size +
+                                               FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE);
+    return doubled < manager->optimal_span_size ? (uint32_t)doubled : manager->optimal_span_size;
+}
+
 static void *new_span_locked(fm5_small_manager *manager)
 {
-    fm5_small_span *span = fm5_medium_allocate(manager->optimal_span_size);
-    if (!span)
+    uint32_t size = next_span_size(manager);
+    fm5_small_span *span = fm5_medium_allocate(size);
+    if (!span && size != manager->minimum_span_size)
         span = fm5_medium_allocate(manager->minimum_span_size);
     if (!span)
         return NULL;
