@@ -308,6 +308,7 @@ typedef struct batch_request {
     unsigned want;
     int fresh_only;    /* the feed and new spans only */
     char *rest;
+    unsigned rest_count;
 } batch_request;
 
 FM5_INLINE void cache_block(batch_request *request, char *user)
@@ -315,6 +316,7 @@ FM5_INLINE void cache_block(batch_request *request, char *user)
     fm5_status_store(user, fm5_status_load(user) | FM5_STATUS_FREE);
     *(char **)user = request->rest;
     request->rest = user;
+    request->rest_count++;
 }
 
 /* Under the lock: the first block as reuse_locked finds it (which drains the pending frees and checks a
@@ -345,6 +347,7 @@ static void *reuse_batch_locked(fm5_small_manager *manager, batch_request *reque
             fm5_ring_remove(&span->partially_free);
         *(char **)last = request->rest;
         request->rest = run;
+        request->rest_count += taken;
         still -= taken;
     }
     return first;
@@ -366,6 +369,7 @@ static void *feed_batch(fm5_small_manager *manager, batch_request *request, unsi
         *(char **)user = request->rest;
         request->rest = user;
     }
+    request->rest_count += count - 1;
     char *user = block_at(span, top - block_size);
     fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
     return user;
@@ -411,16 +415,17 @@ static unsigned batch_after_contention(void *context)
     return fm5_affinity_after_contention(((const batch_request *)context)->slot);
 }
 
-void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int fresh_only)
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, unsigned *rest_count, int fresh_only)
 {
     fm5_small_manager *first = &fm5_small_managers[0][class_slot];
     unsigned start = FM5_UNLIKELY(__atomic_load_n(&first->affinity_active, __ATOMIC_RELAXED))
                          ? fm5_affinity_first_arena(class_slot) : 0;
-    batch_request request = { class_slot, want ? want : 1, fresh_only, NULL };
+    batch_request request = { class_slot, want ? want : 1, fresh_only, NULL, 0 };
     void *user = fm5_arena_allocate(first, sizeof fm5_small_managers[0], fm5_small_arena_count, start,
                                     batch_first_pass, batch_second_pass, batch_after_contention, &request,
                                     &fm5_small_contention_count);
     *rest = request.rest;
+    *rest_count = request.rest_count;
     return user;
 }
 

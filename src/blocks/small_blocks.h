@@ -128,8 +128,9 @@ void fm5_small_release_claimed(void *user, fm5_small_span *span);
 int fm5_small_process_pending_frees(int wait);
 /* For the thread caches (blocks/thread_cache.h): up to `want` blocks of class slot `class_slot` in one
  * pass over the arenas (one lock or one feed compare-and-swap): returns the first, allocated, or NULL
- * when the OS refused memory, and chains the others on *rest, each marked free and counted in use. */
-void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, int fresh_only);
+ * when the OS refused memory, and chains the others on *rest, each marked free and counted in use;
+ * *rest_count is how many (so that the caller need not walk the chain to count it). */
+void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, unsigned *rest_count, int fresh_only);
 /* Whether no block in use shares a 64-byte line with the small block `user`, which the caller owns
  * (allocated, cached or claimed by its free, so that its span stays; a hint, read without the lock): a thread that writes it then shares its lines with nobody. `fresh_only` above takes blocks
  * from the sequential feed and new spans only, whose lines nobody has used. */

@@ -225,6 +225,15 @@ static fm5_thread_cache *settled_cache(void)
 
 /* ---- the slow paths ----------------------------------------------------------------------------- */
 
+/* The blocks on a chain linked through their first word (the checked build's count of a fill). */
+FM5_INLINE unsigned chain_length(const void *chain)
+{
+    unsigned n = 0;
+    for (; chain; chain = *(void *const *)chain)
+        n++;
+    return n;
+}
+
 /* How far into a fill to look for a block whose lines no live block shares. */
 #define QUIET_SEARCH 8
 
@@ -260,13 +269,14 @@ static int pick_quiet(void **user, void **rest, unsigned depth)
  * neighbours grew the heap (larson's commit doubled, raw_perf_8 lost 30 %), and the line test at
  * every fill cost glibc_simple 17 %. The reused blocks stay cached but the first, which goes back to
  * its span; the caller trims the chain to the bin's room. */
-static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest)
+static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest, unsigned *rest_count)
 {
     if (pick_quiet(&user, rest, QUIET_SEARCH))
         return user;
     unsigned fresh_want = FM5_CACHE_LINE / fm5_small_managers[0][class_slot].block_size + 2;
     void *fresh_rest;
-    void *fresh = fm5_small_get_batch(class_slot, fresh_want, &fresh_rest, 1);
+    unsigned fresh_count;
+    void *fresh = fm5_small_get_batch(class_slot, fresh_want, &fresh_rest, &fresh_count, 1);
     if (!fresh)
         return user;
     fm5_status_store(user, fm5_status_load(user) | FM5_STATUS_FREE);
@@ -279,6 +289,7 @@ static void *quiet_block_of_fill(unsigned class_slot, void *user, void **rest)
             tail = (void **)*tail;
         *tail = *rest;
         *rest = fresh_rest;
+        *rest_count += fresh_count;
     }
     return fresh;
 }
@@ -307,19 +318,22 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
     if (want > affordable + 1)
         want = affordable + 1;
     void *rest;
-    void *user = fm5_small_get_batch(class_slot, want, &rest, 0);
+    unsigned cached;
+    void *user = fm5_small_get_batch(class_slot, want, &rest, &cached, 0);
     if (user && !(cache->filled & bit) && !fm5_small_lines_are_quiet(user))
-        user = quiet_block_of_fill(class_slot, user, &rest);
+        user = quiet_block_of_fill(class_slot, user, &rest, &cached);
     cache->filled |= bit;
-    unsigned cached = 0;
-    void **link = &rest;
-    while (*link && cached < bin->room) {
-        link = (void **)*link;
-        cached++;
-    }
-    if (*link) {
+    FM5_ASSERT(chain_length(rest) == cached);
+    /* Counted, not walked: blocks fed from a span's end were linked by stores alone, and a walk here
+     * waited for each of their lines in turn. Only a fill that the quiet block's fresh blocks made
+     * longer than the bin's room is cut (walked to the cut). */
+    if (cached > bin->room) {
+        void **link = &rest;
+        for (unsigned n = 0; n < bin->room; n++)
+            link = (void **)*link;
         fm5_small_release_cached(*link);
         *link = NULL;
+        cached = bin->room;
     }
     bin->first = rest;
     bin->room = (uint16_t)(bin->room - cached);
