@@ -452,9 +452,14 @@ int fm5_small_lines_are_quiet(const void *user)
 
 void fm5_small_release_cached(void *chain)
 {
+    (void)fm5_small_release_cached_first(chain, ~0u);
+}
+
+void *fm5_small_release_cached_first(void *chain, unsigned count)
+{
     fm5_small_manager *held = NULL;
     char *user = chain;
-    while (user) {
+    for (; user && count; count--) {
         char *next = *(char **)user;
         FM5_ASSERT((fm5_status_load(user) & (FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO)) ==
                    (FM5_STATUS_SMALL | FM5_STATUS_FREE));
@@ -473,6 +478,7 @@ void fm5_small_release_cached(void *chain)
     }
     if (held)
         fm5_arena_unlock(&held->gate, release_block, held);
+    return user;
 }
 
 /* The skeleton's free that never waits, with the claim made first in both branches: a thread cache's

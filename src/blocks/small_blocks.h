@@ -136,8 +136,10 @@ void *fm5_small_get_batch(unsigned class_slot, unsigned want, void **rest, unsig
  * from the sequential feed and new spans only, whose lines nobody has used. */
 int fm5_small_lines_are_quiet(const void *user);
 /* Gives cached blocks (chained through their first word, each marked free and counted in use) back
- * to their spans, one lock per run of blocks of one manager; a busy manager gets them queued. */
+ * to their spans, one lock per run of blocks of one manager; a busy manager gets them queued. The
+ * second gives back the first `count` blocks of the chain only and returns the rest of it. */
 void fm5_small_release_cached(void *chain);
+void *fm5_small_release_cached_first(void *chain, unsigned count);
 
 /* A quarantined block (blocks/recycling.h) goes back on its span's free chain if the freed-block check
  * now finds it intact: returns 1 then, 0 if it must stay quarantined. Takes the manager's lock. */

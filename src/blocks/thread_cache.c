@@ -58,9 +58,9 @@ static void flush_record(fm5_thread_cache *cache)
     __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
 }
 
-/* A full bin gives back all but its oldest `keep` blocks, in one batch. The newest go, so that the
- * walk to the cut passes over the blocks the release reads next, just freed: keeping them instead
- * walked `keep` other links first, and released blocks freed longer ago. Measured against keeping
+/* A full bin gives back all but its oldest `keep` blocks, in one batch. The newest go, just freed,
+ * and the release itself finds the cut (one pass over them): keeping them instead walked `keep`
+ * other links first, and released blocks freed longer ago. Measured against keeping
  * them (11-21 pairs at scale 0.1 on the 2-core Xeon, 2026-12-05): raw_perf_1, a ring of mixed sizes
  * where bins fill and trim in turn, +14.1 % [+12.0, +20.3] Win32 and +1.7 % [-1.4, +6.8] Win64; the
  * single-threaded FastCode rows within their noise (verysmall_downsize -4.1 % [-8.1, +1.3] Win32,
@@ -71,15 +71,9 @@ static void trim_bin(fm5_thread_cache *cache, unsigned slot, unsigned keep)
     unsigned held = (unsigned)bin->limit - bin->room;
     if (held <= keep)
         return;
-    void *chain = bin->first;
-    void **link = &bin->first;
-    for (unsigned n = 0; n < held - keep; n++)
-        link = (void **)*link;
-    bin->first = *link;
-    *link = NULL;
+    bin->first = fm5_small_release_cached_first(bin->first, held - keep);
     bin->room = (uint16_t)(bin->room + held - keep);
     fm5_thread_cache_add_byte_room(cache, (int32_t)((held - keep) * bin->block_size));
-    fm5_small_release_cached(chain);
 }
 
 /* Past the thread's byte bound: every bin gives back half (its newer half, as trim_bin does). */
