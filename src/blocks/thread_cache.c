@@ -219,14 +219,16 @@ static fm5_thread_cache *settled_cache(void)
 
 /* ---- the slow paths ----------------------------------------------------------------------------- */
 
+#if FM5_CHECKED
 /* The blocks on a chain linked through their first word (the checked build's count of a fill). */
-FM5_INLINE unsigned chain_length(const void *chain)
+static unsigned chain_length(const void *chain)
 {
     unsigned n = 0;
     for (; chain; chain = *(void *const *)chain)
         n++;
     return n;
 }
+#endif
 
 /* How far into a fill to look for a block whose lines no live block shares. */
 #define QUIET_SEARCH 8
@@ -317,7 +319,9 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
     if (user && !(cache->filled & bit) && !fm5_small_lines_are_quiet(user))
         user = quiet_block_of_fill(class_slot, user, &rest, &cached);
     cache->filled |= bit;
+#if FM5_CHECKED
     FM5_ASSERT(chain_length(rest) == cached);
+#endif
     /* Counted, not walked: blocks fed from a span's end were linked by stores alone, and a walk here
      * waited for each of their lines in turn. Only a fill that the quiet block's fresh blocks made
      * longer than the bin's room is cut (walked to the cut). */
