@@ -199,6 +199,14 @@ static void *reuse_locked(fm5_small_manager *manager)
  * feed span emptied and was released has been busy before: it goes on with the optimal size, since
  * starting again from the minimum would make a class whose blocks come and go in bursts cut three
  * spans where one serves. */
+/* The medium block size of a span of `blocks` blocks of `block_size` bytes: its header, whose last two
+ * bytes are the first block's status word, then the blocks. */
+static uint32_t span_size_for(uint32_t blocks, uint32_t block_size)
+{
+    return (uint32_t)fm5_medium_block_size_for((size_t)blocks * block_size + FM5_SMALL_SPAN_HEADER_SIZE -
+                                               FM5_SMALL_HEADER_SIZE);
+}
+
 static uint32_t next_span_size(fm5_small_manager *manager)
 {
     if (!(fm5_load_u64(&manager->feed) >> 32))
@@ -206,9 +214,8 @@ static uint32_t next_span_size(fm5_small_manager *manager)
     const fm5_small_span *used_up = manager->feed_span;
     if (!used_up)
         return manager->optimal_span_size;
-    size_t doubled = fm5_medium_block_size_for((size_t)2 * used_up->total_blocks * manager->block_size +
-                                               FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE);
-    return doubled < manager->optimal_span_size ? (uint32_t)doubled : manager->optimal_span_size;
+    uint32_t doubled = span_size_for(2 * used_up->total_blocks, manager->block_size);
+    return doubled < manager->optimal_span_size ? doubled : manager->optimal_span_size;
 }
 
 static void *new_span_locked(fm5_small_manager *manager)
@@ -680,16 +687,14 @@ static void prepare_arena(unsigned a)
         if (optimal > FM5_SMALL_MAXIMUM_OPTIMAL_SPAN_SIZE)
             optimal = FM5_SMALL_MAXIMUM_OPTIMAL_SPAN_SIZE;
         uint32_t blocks = optimal / block_size;
-        uint32_t user_bytes_for = FM5_SMALL_SPAN_HEADER_SIZE - FM5_SMALL_HEADER_SIZE;
         fm5_small_manager *manager = &fm5_small_managers[a][fm5_small_class_slot(c)];
         fm5_ring_init(&manager->partially_free);
         manager->gate.row_index = fm5_small_class_slot(c);
         manager->block_size = (uint16_t)block_size;
         manager->arena = (uint8_t)a;
         manager->block_size_reciprocal = (uint32_t)((((uint64_t)1 << 32) + block_size - 1) / block_size);
-        manager->minimum_span_size =
-            (uint32_t)fm5_medium_block_size_for(FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN * block_size + user_bytes_for);
-        manager->optimal_span_size = (uint32_t)fm5_medium_block_size_for(blocks * block_size + user_bytes_for);
+        manager->minimum_span_size = span_size_for(FM5_SMALL_MINIMUM_BLOCKS_PER_SPAN, block_size);
+        manager->optimal_span_size = span_size_for(blocks, block_size);
         manager->feed = FM5_SMALL_SPAN_HEADER_SIZE;
     }
 }
