@@ -192,13 +192,6 @@ static void *reuse_locked(fm5_small_manager *manager)
     }
 }
 
-/* Spans grow: a manager's first span (its feed word's change counter is still 0: nothing was ever fed)
- * has the minimum size, and each next one twice the blocks of the feed span it used up, up to the
- * optimal size. Why: new_span_locked writes every block's status word, so a class that a program uses
- * for a few blocks would fault in the pages of a whole optimal span for nothing. A manager whose
- * feed span emptied and was released has been busy before: it goes on with the optimal size, since
- * starting again from the minimum would make a class whose blocks come and go in bursts cut three
- * spans where one serves. */
 /* The medium block size of a span of `blocks` blocks of `block_size` bytes: its header, whose last two
  * bytes are the first block's status word, then the blocks. */
 static uint32_t span_size_for(uint32_t blocks, uint32_t block_size)
@@ -207,6 +200,13 @@ static uint32_t span_size_for(uint32_t blocks, uint32_t block_size)
                                                FM5_SMALL_HEADER_SIZE);
 }
 
+/* Spans grow: a manager's first span (its feed word's change counter is still 0: nothing was ever fed)
+ * has the minimum size, and each next one twice the blocks of the feed span it used up, up to the
+ * optimal size. Why: new_span_locked writes every block's status word, so a class that a program uses
+ * for a few blocks would fault in the pages of a whole optimal span for nothing. A manager whose
+ * feed span emptied and was released has been busy before: it goes on with the optimal size, since
+ * starting again from the minimum would make a class whose blocks come and go in bursts cut three
+ * spans where one serves. */
 static uint32_t next_span_size(fm5_small_manager *manager)
 {
     if (!(fm5_load_u64(&manager->feed) >> 32))
