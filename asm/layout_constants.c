@@ -25,6 +25,9 @@
 /* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
 _Static_assert((sizeof(fm5_small_manager) & (sizeof(fm5_small_manager) - 1)) == 0,
                "asm/ needs a power-of-two small-block manager size");
+_Static_assert(FM5_SMALL_DOWNSIZE_FACTOR == 2 || FM5_SMALL_DOWNSIZE_FACTOR == 3 || FM5_SMALL_DOWNSIZE_FACTOR == 4 ||
+                   FM5_SMALL_DOWNSIZE_FACTOR == 5 || FM5_SMALL_DOWNSIZE_FACTOR == 8 || FM5_SMALL_DOWNSIZE_FACTOR == 9,
+               "asm/ multiplies by the small downsize factor with an index scale (x, or x plus a scaled x)");
 _Static_assert(sizeof(((fm5_small_manager *)0)->gate.locked) == 4, "asm/ takes and releases the lock as a dword");
 _Static_assert(sizeof(((fm5_small_manager *)0)->feed) == 8 && offsetof(fm5_small_manager, feed) % 8 == 0,
                "asm/ swaps the feed as one aligned qword (cmpxchg8b on Win32)");
@@ -163,6 +166,7 @@ void fm5_layout_constants(void)
     EMIT(GRANULES_PER_LEAF, 1ull << (FM5_LEAF_SHIFT - FM5_GRANULE_SHIFT));
 #endif
 
+    EMIT(SMALL_DOWNSIZE_FACTOR, FM5_SMALL_DOWNSIZE_FACTOR);
     EMIT(SMALL_DOWNSIZE_CHECK_ADDER, FM5_SMALL_DOWNSIZE_CHECK_ADDER);
 
     EMIT(DEBUG_ALLOCATED_FILL_BYTE, FM5_DEBUG_ALLOCATED_FILL_BYTE);

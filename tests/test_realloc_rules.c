@@ -1,9 +1,10 @@
 /*
  * test_realloc_rules — FastMM_ReallocMem follows FastMM5's resizing rules:
  *
- *   small  (usable U): new <= U and 4*new + 64 >= U stays in place; a smaller new moves to the class
- *          of new; new > U moves to a block of max(new, U + U/4) (fm5's rule: FastMM5 asks for
- *          2U + 32; src/blocks/realloc_rules.h says why fm5 does not).
+ *   small  (usable U): new <= U and 3*new + 64 >= U stays in place; a smaller new moves to the class
+ *          of new; new > U moves to a block of max(new, U + U/4) (fm5's rules: FastMM5 keeps a block
+ *          down to 4*new + 64 >= U and asks for 2U + 32 when it grows; src/blocks/realloc_rules.h says
+ *          why fm5 does not).
  *   medium (usable U): U/2 <= new <= U stays in place unchanged; 720 <= new < U/2 shrinks in place to
  *          max(new, 2872) rounded up to the 64-byte granularity; new < 720 (and < U/2) moves to a small
  *          block; new > U grows in place when the next block is free and big enough, to
@@ -114,8 +115,8 @@ static void small_rules(void)
         CHECK_EQ_PTR(resize(&b, U, "small same size"), p);
         CHECK_EQ_SIZE(b.usable, U);
 
-        /* The smallest size that still stays: 4 * new + 64 >= U. */
-        size_t t = U > 64 ? (U - 64 + 3) / 4 : 0;
+        /* The smallest size that still stays: 3 * new + 64 >= U. */
+        size_t t = U > 64 ? (U - 64 + 2) / 3 : 0;
         if (t >= 1) {
             CHECK_MSG(resize(&b, t, "small shrink at the threshold") == p, "class %zu: %zu -> %zu moved", block_size,
                       U, t);

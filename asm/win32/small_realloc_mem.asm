@@ -28,7 +28,7 @@ ROUTINE FastMM_ReallocMem
     cmp edx, eax
     ja .moves
     ; edx <= usable, so the product cannot overflow
-    lea edx, [edx * 4 + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
+    lea edx, [edx * FM5_SMALL_DOWNSIZE_FACTOR + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
     cmp edx, eax
     jb .moves
     mov eax, ecx

@@ -24,7 +24,7 @@ ROUTINE FastMM_ReallocMem
     cmp r11, rax
     ja .moves
     ; r11 <= usable, so the product cannot overflow
-    lea r9, [r11 * 4 + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
+    lea r9, [r11 * FM5_SMALL_DOWNSIZE_FACTOR + FM5_SMALL_DOWNSIZE_CHECK_ADDER]
     cmp r9, rax
     jb .moves
     mov rax, rcx
