@@ -25,9 +25,6 @@
 /* The NASM routines scale a manager slot by a shift and test a manager address by a mask. */
 _Static_assert((sizeof(fm5_small_manager) & (sizeof(fm5_small_manager) - 1)) == 0,
                "asm/ needs a power-of-two small-block manager size");
-_Static_assert(FM5_SMALL_DOWNSIZE_FACTOR == 2 || FM5_SMALL_DOWNSIZE_FACTOR == 3 || FM5_SMALL_DOWNSIZE_FACTOR == 4 ||
-                   FM5_SMALL_DOWNSIZE_FACTOR == 5 || FM5_SMALL_DOWNSIZE_FACTOR == 8 || FM5_SMALL_DOWNSIZE_FACTOR == 9,
-               "asm/ multiplies by the small downsize factor with an index scale (x, or x plus a scaled x)");
 _Static_assert(sizeof(((fm5_small_manager *)0)->gate.locked) == 4, "asm/ takes and releases the lock as a dword");
 _Static_assert(sizeof(((fm5_small_manager *)0)->feed) == 8 && offsetof(fm5_small_manager, feed) % 8 == 0,
                "asm/ swaps the feed as one aligned qword (cmpxchg8b on Win32)");
@@ -79,6 +76,12 @@ _Static_assert(sizeof fm5_os_thread_slot_offset == FM5_POINTER_SIZE, "asm/ reads
 /* The operand prints as an immediate ("$24" in AT&T syntax); the generator strips the "$". The text
  * lands in the assembly output only. */
 #define EMIT(name, value) __asm__ volatile("\n.ascii \"FM5_LAYOUT " #name " %0\"" : : "i"((long long)(value)))
+
+/* ReallocMem's in-place test multiplies by the downsize factor in an lea: an index scale, or x plus a
+ * scaled x. */
+_Static_assert(FM5_SMALL_DOWNSIZE_FACTOR == 2 || FM5_SMALL_DOWNSIZE_FACTOR == 3 || FM5_SMALL_DOWNSIZE_FACTOR == 4 ||
+                   FM5_SMALL_DOWNSIZE_FACTOR == 5 || FM5_SMALL_DOWNSIZE_FACTOR == 8 || FM5_SMALL_DOWNSIZE_FACTOR == 9,
+               "asm/ multiplies by the small downsize factor with an index scale (x, or x plus a scaled x)");
 
 void fm5_layout_constants(void);
 void fm5_layout_constants(void)

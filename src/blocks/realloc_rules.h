@@ -1,4 +1,5 @@
-/* FastMM5's reallocation thresholds, shared by the C ReallocMem and the NASM small-block fast path. */
+/* The small-block reallocation thresholds (FastMM5's, with fm5's growth and shrink factors), shared by
+ * the C ReallocMem and the NASM small-block fast path. */
 #ifndef FM5_REALLOC_RULES_H
 #define FM5_REALLOC_RULES_H
 
