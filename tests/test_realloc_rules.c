@@ -2,9 +2,9 @@
  * test_realloc_rules — FastMM_ReallocMem follows FastMM5's resizing rules:
  *
  *   small  (usable U): new <= U and 3*new + 64 >= U stays in place; a smaller new moves to the class
- *          of new; new > U moves to a block of max(new, U + U/4) (fm5's rules: FastMM5 keeps a block
- *          down to 4*new + 64 >= U and asks for 2U + 32 when it grows; src/blocks/realloc_rules.h says
- *          why fm5 does not).
+ *          of new; new > U moves to a block of exactly new (fm5's rules: FastMM5 keeps a block down to
+ *          4*new + 64 >= U and asks for 2U + 32 when it grows; src/blocks/realloc_rules.h says why fm5
+ *          does not).
  *   medium (usable U): U/2 <= new <= U stays in place unchanged; 720 <= new < U/2 shrinks in place to
  *          max(new, 2872) rounded up to the 64-byte granularity; new < 720 (and < U/2) moves to a small
  *          block; new > U grows in place when the next block is free and big enough, to
@@ -99,7 +99,7 @@ static void release(block *b)
 
 static void small_rules(void)
 {
-    SECTION("small blocks: in place, shrink by moving, grow to max(new, U + U/4)");
+    SECTION("small blocks: in place, shrink by moving, grow to exactly new");
     size_t in_place = 0, shrink_moves = 0, grow_moves = 0;
     for (size_t c = 0; c < TU_SMALL_CLASS_COUNT; c++) {
         size_t block_size = tu_small_classes[c];
@@ -140,11 +140,11 @@ static void small_rules(void)
         }
         release(&b);
 
-        /* Growth by a single byte moves, and leaves room for a quarter more. */
+        /* Growth by a single byte moves to the class of U + 1: the next one, no room left over. */
         if (!make(&b, U))
             continue;
         p = b.p;
-        size_t target = U + U / 4 > U + 1 ? U + U / 4 : U + 1;
+        size_t target = U + 1;
         void *q = resize(&b, U + 1, "small grow");
         if (q) {
             CHECK_MSG(q != p, "class %zu: grew in place", block_size);
@@ -158,7 +158,7 @@ static void small_rules(void)
         }
         release(&b);
 
-        /* A jump past U + U/4 gets exactly what was asked for. */
+        /* So does a jump: a block of what was asked for. */
         if (!make(&b, U))
             continue;
         size_t jump = target + 1000;

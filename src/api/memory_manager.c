@@ -193,7 +193,7 @@ FM5_INLINE void copy_small_block(char *to, const char *from, size_t n)
     }
 }
 
-/* A live small block outside debug mode that does not stay in place: a new block by FastMM5's rules
+/* A live small block outside debug mode that does not stay in place: a new block of the new size
  * (realloc_rules.h) from `get_mem`, the copy, then `free_proved` of the old one, as a program would do
  * it but for the second proof of the old block that FreeMem would make (its caller has proved it). The
  * entry points' fast paths serve both halves, where the release engine's mover (for the erase modes,
@@ -208,10 +208,7 @@ FM5_INLINE void *move_small_block(void *p, size_t new_size, void *(FM5_CALL *get
     if (FM5_UNLIKELY(fm5_erase_allocated_active | fm5_erase_freed_active | fm5_using_shared_manager))
         return fm5_release_realloc_small_block(p, new_size, span);
     size_t usable = (size_t)span->block_size - FM5_SMALL_HEADER_SIZE;
-    size_t request = fm5_small_realloc_request(new_size, usable);
-    void *q = get_mem(request);
-    if (FM5_UNLIKELY(!q) && request != new_size)
-        q = get_mem(new_size);
+    void *q = get_mem(new_size);
     if (FM5_UNLIKELY(!q))
         return NULL;
     copy_small_block(q, p, new_size < usable ? new_size : usable);

@@ -78,8 +78,7 @@ void *fm5_release_realloc_small_block(void *p, size_t new_size, fm5_small_span *
     if (fm5_small_realloc_stays(new_size, available))
         return p;
     fm5_block_facts facts = { span, NULL, FM5_NOT_A_BLOCK, NULL };
-    return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, fm5_small_realloc_request(new_size, available),
-                      new_size < available ? new_size : available);
+    return move_block(p, FM5_LIVE_SMALL_BLOCK, &facts, new_size, new_size, new_size < available ? new_size : available);
 }
 
 void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const fm5_block_facts *facts,
