@@ -140,7 +140,7 @@ static void small_rules(void)
         }
         release(&b);
 
-        /* Growth by a single byte moves to the class of U + 1: the next one, no room left over. */
+        /* Growth by a single byte moves, to the class of U + 1 (the next class, nothing larger). */
         if (!make(&b, U))
             continue;
         p = b.p;

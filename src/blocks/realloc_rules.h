@@ -11,12 +11,13 @@
  * program touches. On the 2-core AMD EPYC VM of 2026-12-05, where a fresh page costs some 12 us
  * (Win64, scale 0.1, page faults in the allocator): 2x + 32 gave small_upsize 12,390 and
  * realloc_medium 15,986 (at 4631644); a quarter more than the old size (3c6d8fb's rule, at 7f2c061)
- * 9,893 and 14,672; the new size 9,893 and 13,286. Against the quarter, three runs of 21 pairs: realloc_medium +7.0 % [+5.3, +12.2],
- * +9.9 % [+3.1, +12.8] and +13.3 % [+9.7, +17.9] faster, realloc_small +5.7 % [+0.2, +11.1], +5.2 %
- * [-4.9, +29.3] and +5.7 % [+5.1, +9.3], no reallocating row's interval wholly below 0 in any run
- * (small_upsize -0.7 % [-2.3, +2.5], -0.9 % [-2.9, +4.7], +4.0 % [-0.9, +4.5]).
- * A block grown a byte at a time from 1 to 2,600 bytes moves 50 times instead of 18 (a class is 16 to
- * 128 bytes wide), and was not slower for it: +18.0 % [-4.3, +33.6], 15 pairs. */
+ * 9,893 and 14,672; the new size 9,893 and 13,286. Against the quarter, three runs of 21 pairs:
+ * realloc_medium +7.0 % [+5.3, +12.2], +9.9 % [+3.1, +12.8] and +13.3 % [+9.7, +17.9] faster,
+ * realloc_small +5.7 % [+0.2, +11.1], +5.2 % [-4.9, +29.3] and +5.7 % [+5.1, +9.3], no reallocating
+ * row's interval wholly below 0 in any run (small_upsize -0.7 % [-2.3, +2.5], -0.9 % [-2.9, +4.7],
+ * +4.0 % [-0.9, +4.5]). A block grown a byte at a time from 1 to 2,600 bytes moves 50 times instead
+ * of 18 (a class is 16 to 128 bytes wide), and was not slower for it: +18.0 % [-4.3, +33.6], 15
+ * pairs. The asm twins decide only whether a block stays; its move is C's. */
 
 /* A small block keeps its place when shrunk while new * FM5_SMALL_DOWNSIZE_FACTOR + this >= usable; a
  * smaller new size moves it to its own class. FastMM5 keeps it down to a quarter (a factor of 4); fm5
