@@ -504,6 +504,24 @@ static int small_block_should_stay(size_t new_size, size_t usable)
     return new_size <= usable && new_size * 3 + 64 >= usable;
 }
 
+/* A small block's copy stops at its usable bytes: the status word right after them, the next block's in
+ * the span (every block position has one from the span's making), still names that span. */
+static void check_neighbour_status(const body *b, void *r, size_t n, size_t m)
+{
+    unsigned status = fm5_status_load(r);
+    if (!(status & FM5_STATUS_SMALL))
+        return;
+    fm5_small_span *span = fm5_small_span_of(r, status);
+    size_t offset = (size_t)((char *)r - (char *)span) - FM5_SMALL_SPAN_HEADER_SIZE;
+    if (offset + span->block_size >= span->blocks_bytes)
+        return;
+    char *next = (char *)r + span->block_size;
+    unsigned next_status = fm5_status_load(next);
+    AGREE((next_status & FM5_STATUS_SMALL) && fm5_small_span_of(next, next_status) == span,
+          "ReallocMem(%zu-byte block, %zu) via %s moved it to %p, and the next block's status word reads 0x%x",
+          n, m, b->name, r, next_status);
+}
+
 static void realloc_case(const body *b, size_t n, size_t m, size_t usable, int *stayed, size_t *new_usable)
 {
     *stayed = -1;
@@ -524,6 +542,8 @@ static void realloc_case(const body *b, size_t n, size_t m, size_t usable, int *
         AGREE(fm5_status_load(p) & FM5_STATUS_FREE, "ReallocMem(%zu-byte block, %zu) via %s moved it and left the "
               "old block live (status 0x%x)", n, m, b->name, fm5_status_load(p));
     *new_usable = FastMM_BlockMaximumUserBytes(r);
+    if (!*stayed)
+        check_neighbour_status(b, r, n, m);
     size_t kept = n < m ? n : m;
     size_t bad = tu_pattern_find_mismatch(r, 0, kept, key);
     AGREE(bad == SIZE_MAX, "ReallocMem(%zu-byte block, %zu) via %s (%s): byte %zu of %zu not preserved", n, m, b->name,
