@@ -1,5 +1,5 @@
 /*
- * test_asm_twins — every NASM routine against its C twin (src/asm_twins.h), on the same inputs.
+ * test_asm_twins — every NASM routine against its C twin (src/api/asm_twins.h), on the same inputs.
  *
  * In the NASM build (FM5_ASM=1) the ordinary names are asm/ routines and fm5_c_* are the C references
  * they stand for; in the pure-C build the ordinary names are aliases of the twins, so every comparison

@@ -4,7 +4,7 @@
  *
  * Built twice (tests/CMakeLists.txt): test_stack_traces links the DLL and checks the traces fm5 stores
  * in debug blocks; test_stack_traces_unwinder links fm5_static and also calls the Win64 unwinder
- * (src/debug/stack_unwind.c) itself.
+ * (src/debug/stack_unwind_windows.c) itself.
  *   - Chains of noinline functions with frames of every shape the unwind data describes: plain, a
  *     large local array (UWOP_ALLOC_LARGE, a stack probe), a variable-length array (RBP as frame
  *     pointer), callee-saved registers (pushes), XMM registers (saves) and recursion; reached directly,

@@ -80,7 +80,7 @@ END_ROUTINE fm5_debug_fill_freed
 ; up, seed 000's 64-byte control ran 6.5 % slower than the scalar baseline build.
 %define REP_STOSB_MINIMUM_SIZE 256
 
-; C twin: the memset of fill_pattern (src/debug_fill.c).
+; C twin: the memset of fill_pattern (src/debug/debug_fill.c).
 ; In: ecx = area, edx = size, eax = the pattern in every byte.
 ROUTINE fm5_debug_fill_bulk
     cmp edx, REP_STOSB_MINIMUM_SIZE
@@ -112,7 +112,7 @@ ROUTINE fm5_zero_fill
     ret
 END_ROUTINE fm5_zero_fill
 
-; C twin: fill_with_scalar_stores (src/debug_fill.c), and the memset of fill_pattern below
+; C twin: fill_with_scalar_stores (src/debug/debug_fill.c), and the memset of fill_pattern below
 ; REP_STOSB_MINIMUM_SIZE: the qword loop takes any size.
 ; In: ecx = area, edx = size, eax = the pattern in every byte.
 ROUTINE fm5_debug_fill_scalar_stores

@@ -1,8 +1,8 @@
-; The freed-pattern check for Win32. C twin: fm5_c_debug_freed_pattern_intact (src/debug_freed_check.c),
-; whose instruction flow this follows: the freed-object marker (on Win32 the slot's second dword is fill
-; and is checked with the rest), then 32 bytes per iteration ORing the differences from the pattern (one
-; loop exit, a run time independent of the data), then 8, 4, 2 and 1 byte tails counted up to the end
-; of the area.
+; The freed-pattern check for Win32. C twin: fm5_c_debug_freed_pattern_intact
+; (src/debug/debug_freed_check.c), whose instruction flow this follows: the freed-object marker (on
+; Win32 the slot's second dword is fill and is checked with the rest), then 32 bytes per iteration ORing
+; the differences from the pattern (one loop exit, a run time independent of the data), then 8, 4, 2 and
+; 1 byte tails counted up to the end of the area.
 ;
 ; Seed 001: user areas of FM5_DEBUG_FREED_CHECK_SSE2_MINIMUM_SIZE bytes and more leave by a tail jump
 ; (jmp, no call: the routine saves the same one register either way and keeps its layout whether or not

@@ -4,7 +4,7 @@
 ; slot; never called. It compares the whole 16-byte units after the slot with the pattern, ANDing the
 ; byte-equal masks in two accumulators (pand, no branch on the data) and leaving its loop once, then
 ; jumps back to the scalar tails for the last 0-15 bytes.
-; C twin: the 32-byte loop of fm5_c_debug_freed_pattern_intact (src/debug_freed_check.c).
+; C twin: the 32-byte loop of fm5_c_debug_freed_pattern_intact (src/debug/debug_freed_check.c).
 ; In: ecx = end of the area, edx = offset of the pattern's first byte from it (negative), eax = the
 ; marker's difference, ebx saved on the stack. Out (to the tails): edx = offset of the rest.
 

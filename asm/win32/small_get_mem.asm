@@ -1,13 +1,13 @@
-; FastMM_GetMem for Win32. C twin: fm5_c_get_mem (src/memory_manager.c) with fm5_thread_cache_get_mem
-; and the first pass of
-; fm5_small_get_mem (src/small_blocks.c): for each arena in turn, take the first free block of the first
-; partially-free span when the manager is idle and its lock can be had, else feed the next block from the
-; end of the current span lock-free (cmpxchg8b on the offset and its change counter). What the first pass
-; cannot do here - blocks waiting on a pending-free list, a freed debug block that must be checked before
-; reuse, a new span, sizes above the small range (straight to the medium and large managers), debug and
-; erase modes, a shared manager in use (api/sharing.h) - tail-jumps to the C twin, which starts over.
-; The first pass starts at arena 0, or, for a class that arena affinity has taken over
-; (src/blocks/arena_affinity.h), at the thread's own arena, wrapping once through the others.
+; FastMM_GetMem for Win32. C twin: fm5_c_get_mem (src/api/memory_manager.c) with
+; fm5_thread_cache_get_mem and the first pass of fm5_small_get_mem (src/blocks/small_blocks.c): for each
+; arena in turn, take the first free block of the first partially-free span when the manager is idle and
+; its lock can be had, else feed the next block from the end of the current span lock-free (cmpxchg8b on
+; the offset and its change counter). What the first pass cannot do here - blocks waiting on a
+; pending-free list, a freed debug block that must be checked before reuse, a new span, sizes above the
+; small range (straight to the medium and large managers), debug and erase modes, a shared manager in
+; use (api/sharing.h) - tail-jumps to the C twin, which starts over. The first pass starts at arena 0,
+; or, for a class that arena affinity has taken over (src/blocks/arena_affinity.h), at the thread's own
+; arena, wrapping once through the others.
 ; With thread caches on (src/blocks/thread_cache.h), a small request is the newest cached block of its
 ; class; a thread without a usable cache, or whose bin is empty, goes to the C twin.
 ; In: [esp + 4] = size. Out: eax = the block.

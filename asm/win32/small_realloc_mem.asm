@@ -1,8 +1,8 @@
 ; FastMM_ReallocMem for Win32: the in-place small-block fast path of FastMM5 PR #98. C twin:
-; fm5_c_realloc_mem (src/memory_manager.c), whose first test is the same rule (src/realloc_rules.h): a
-; live small block whose new size still fits its class, and is not so small that the block would be
-; mostly empty, is returned at once; one that must move goes to the twin's mover for small blocks,
-; which does not identify it again. Everything else tail-jumps to the C twin.
+; fm5_c_realloc_mem (src/api/memory_manager.c), whose first test is the same rule
+; (src/blocks/realloc_rules.h): a live small block whose new size still fits its class, and is not so
+; small that the block would be mostly empty, is returned at once; one that must move goes to the twin's
+; mover for small blocks, which does not identify it again. Everything else tail-jumps to the C twin.
 ; In: [esp + 4] = pointer, [esp + 8] = new size. Out: eax = the block.
 
 %include "fm5_layout.inc"

@@ -104,7 +104,7 @@ ROUTINE fm5_zero_fill
     ret
 END_ROUTINE fm5_zero_fill
 
-; C twin: fill_with_scalar_stores (src/debug_fill.c).
+; C twin: fill_with_scalar_stores (src/debug/debug_fill.c).
 ; In: rcx = area, rdx = size (below FM5_DEBUG_BULK_FILL_MINIMUM_SIZE), rax = the pattern in every byte.
 ROUTINE fm5_debug_fill_scalar_stores
     lea r8, [rcx + rdx]

@@ -4,7 +4,7 @@
 ; compares the whole 16-byte units after the slot with the pattern, ANDing the byte-equal masks in two
 ; accumulators (pand, no branch on the data) and leaving its loop once, then jumps back to the scalar
 ; tails for the last 0-15 bytes. SSE2 is part of x64, so there is nothing to detect.
-; C twin: the 32-byte loop of fm5_c_debug_freed_pattern_intact (src/debug_freed_check.c).
+; C twin: the 32-byte loop of fm5_c_debug_freed_pattern_intact (src/debug/debug_freed_check.c).
 ; In: rcx = user area, rdx = size, r9 = where the pattern starts (0 or the marker slot), rax = the
 ; marker's difference, r8 = the pattern word. Out (to the tails): r10 = end, r9 = offset from it.
 

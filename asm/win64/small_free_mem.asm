@@ -1,11 +1,12 @@
-; FastMM_FreeMem for Win64. C twin: fm5_c_free_mem (src/memory_manager.c) with fm5_small_free
-; (src/small_blocks.c), and fm5_thread_cache_free in front of them. With thread caches on, a live small
-; block goes into the running thread's cache (a full bin or a thread without a usable cache goes to the
-; C twin). Otherwise it frees a live small block under its manager's lock, or queues it on the manager's
-; pending-free list when the lock is busy, so that a free never waits. Everything else - medium and
-; large blocks, debug blocks, erase mode, the block that would empty its span, any pointer that fails a
-; check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a block whose
-; status word says medium, large or debug enters it past the small-block tests already made).
+; FastMM_FreeMem for Win64. C twin: fm5_c_free_mem (src/api/memory_manager.c) with fm5_small_free
+; (src/blocks/small_blocks.c), and fm5_thread_cache_free in front of them. With thread caches on, a live
+; small block goes into the running thread's cache (a full bin or a thread without a usable cache goes
+; to the C twin). Otherwise it frees a live small block under its manager's lock, or queues it on the
+; manager's pending-free list when the lock is busy, so that a free never waits. Everything else -
+; medium and large blocks, debug blocks, erase mode, the block that would empty its span, any pointer
+; that fails a check - tail-jumps to the C twin, which decides again from scratch and reports misuse (a
+; block whose status word says medium, large or debug enters it past the small-block tests already
+; made).
 ; In: rcx = pointer. Out: eax = 0, or the twin's result.
 
 default rel

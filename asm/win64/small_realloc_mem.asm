@@ -1,14 +1,14 @@
 ; FastMM_ReallocMem for Win64: the in-place small-block fast path of FastMM5 PR #98. C twin:
-; fm5_c_realloc_mem (src/memory_manager.c), whose first test is the same rule (src/realloc_rules.h): a
-; live small block whose new size still fits its class, and is not so small that the block would be
-; mostly empty, is returned at once. One that must move to another small class moves here through the
-; running thread's cache when it can: the newest cached block of the new class, the copy, the old block
-; into its own bin, as the twin's mover (move_small_block) does through GetMem and the proved free but
-; without their entry tests and calls. What the cache cannot serve before the new block is taken goes
-; to that mover (fm5_c_realloc_moving_small_block), which does not identify the block again; an old
-; block the cache refuses after it goes to FreeMem (fm5_c_free_moved_small_block), which decides again
-; from scratch. Everything else tail-jumps to the C twin. Win32's ReallocMem leaves every move to the
-; C mover.
+; fm5_c_realloc_mem (src/api/memory_manager.c), whose first test is the same rule
+; (src/blocks/realloc_rules.h): a live small block whose new size still fits its class, and is not so
+; small that the block would be mostly empty, is returned at once. One that must move to another small
+; class moves here through the running thread's cache when it can: the newest cached block of the new
+; class, the copy, the old block into its own bin, as the twin's mover (move_small_block) does through
+; GetMem and the proved free but without their entry tests and calls. What the cache cannot serve before
+; the new block is taken goes to that mover (fm5_c_realloc_moving_small_block), which does not identify
+; the block again; an old block the cache refuses after it goes to FreeMem
+; (fm5_c_free_moved_small_block), which decides again from scratch. Everything else tail-jumps to the C
+; twin. Win32's ReallocMem leaves every move to the C mover.
 ; In: rcx = pointer, rdx = new size. Out: rax = the block.
 
 default rel
