@@ -17,8 +17,9 @@
  * row's interval wholly below 0 in any run (small_upsize -0.7 % [-2.3, +2.5], -0.9 % [-2.9, +4.7],
  * +4.0 % [-0.9, +4.5]). A block grown a byte at a time from 1 to 2,600 bytes moves 50 times instead
  * of 18 (a class is 16 to 128 bytes wide), and was not slower for it: +18.0 % [-4.3, +33.6], 15
- * pairs. The asm twins decide only whether a block stays; the move is C's, which asks for new_size
- * (memory_manager.c's move_small_block, release_engine.c's fm5_release_realloc_small_block). */
+ * pairs. Every mover asks for new_size's class: C's (memory_manager.c's move_small_block,
+ * release_engine.c's fm5_release_realloc_small_block) and Win64's asm ReallocMem, which takes the
+ * newest cached block of that class (asm/win64/small_realloc_mem.asm); Win32's asm moves through C. */
 
 /* A small block keeps its place when shrunk while new * FM5_SMALL_DOWNSIZE_FACTOR + this >= usable; a
  * smaller new size moves it to its own class. FastMM5 keeps it down to a quarter (a factor of 4); fm5
