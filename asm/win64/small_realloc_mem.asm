@@ -8,7 +8,7 @@
 ; the new block is taken goes to that mover (fm5_c_realloc_moving_small_block), which does not identify
 ; the block again; an old block the cache refuses after it goes to FreeMem
 ; (fm5_c_free_moved_small_block), which decides again from scratch. Everything else tail-jumps to the C
-; twin. Win32's ReallocMem leaves every move to the C mover.
+; twin. Win32's ReallocMem moves the same way.
 ; In: rcx = pointer, rdx = new size. Out: rax = the block.
 
 default rel

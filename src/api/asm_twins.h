@@ -26,9 +26,9 @@ void *FM5_CALL fm5_c_realloc_mem(void *p, size_t new_size);
  * again. */
 int fm5_c_free_mem_slow_path(void *p);
 void *fm5_c_realloc_moving_small_block(void *p, size_t new_size);
-/* Win64's ReallocMem moves a small block through the thread cache itself (asm/win64/small_realloc_mem.asm):
- * when the old block's bin refuses it after the new block was filled, it ends here, which frees the old
- * block with FreeMem and returns the new one. */
+/* The asm ReallocMem moves a small block through the thread cache itself (small_realloc_mem.asm of
+ * asm/win64/ and asm/win32/): when the old block's bin refuses it after the new block was filled, it
+ * ends here, which frees the old block with FreeMem and returns the new one. */
 void *fm5_c_free_moved_small_block(void *old_block, void *new_block);
 
 /* FreeMem of a block that its caller proved a live small block of `span` (whose manager is `manager`),

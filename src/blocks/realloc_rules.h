@@ -18,8 +18,8 @@
  * +4.0 % [-0.9, +4.5]). A block grown a byte at a time from 1 to 2,600 bytes moves 50 times instead
  * of 18 (a class is 16 to 128 bytes wide), and was not slower for it: +18.0 % [-4.3, +33.6], 15
  * pairs. Every mover asks for new_size's class: C's (memory_manager.c's move_small_block,
- * release_engine.c's fm5_release_realloc_small_block) and Win64's asm ReallocMem, which takes the
- * newest cached block of that class (asm/win64/small_realloc_mem.asm); Win32's asm moves through C. */
+ * release_engine.c's fm5_release_realloc_small_block) and the asm ReallocMem of both architectures,
+ * which takes the newest cached block of that class (asm/win64/, asm/win32/small_realloc_mem.asm). */
 
 /* A small block keeps its place when shrunk while new * FM5_SMALL_DOWNSIZE_FACTOR + this >= usable; a
  * smaller new size moves it to its own class. FastMM5 keeps it down to a quarter (a factor of 4); fm5
