@@ -15,6 +15,7 @@
 %include "routine.inc"
 %include "small_block_validation.inc"
 %include "small_block_lists.inc"
+%include "small_block_copy.inc"
 
 extern fm5_c_realloc_mem
 extern fm5_c_realloc_moving_small_block
@@ -93,36 +94,14 @@ ROUTINE FastMM_ReallocMem
     mov eax, 16                         ; a count of 15 copies 16: both blocks have 22 usable bytes then
     cmp edx, eax
     cmovb edx, eax
-    xor eax, eax
-    jmp .copy_16_test
-.copy_16:
-    movdqu xmm0, [ecx + eax]
-    movdqu [ebx + eax], xmm0
-    add eax, 16
-.copy_16_test:
-    lea edi, [eax + 16]
-    cmp edi, edx
-    jb .copy_16
-    movdqu xmm0, [ecx + edx - 16]
-    movdqu [ebx + edx - 16], xmm0
+    COPY_IN_UNITS movdqu, xmm0, 16, ecx, ebx, edx, eax, edi
     jmp .copied
 .copy_units_of_4:
     ; the same in 4-byte units; a count below 4 copies 4, which every block holds
     mov eax, 4
     cmp edx, eax
     cmovb edx, eax
-    xor eax, eax
-    jmp .copy_4_test
-.copy_4:
-    mov edi, [ecx + eax]
-    mov [ebx + eax], edi
-    add eax, 4
-.copy_4_test:
-    lea edi, [eax + 4]
-    cmp edi, edx
-    jb .copy_4
-    mov edi, [ecx + edx - 4]
-    mov [ebx + edx - 4], edi
+    COPY_IN_UNITS mov, edi, 4, ecx, ebx, edx, eax, edi
 .copied:
     ; the old block into its bin (the claim, then its link over the bytes just copied)
     CACHE_PUSH ecx, edx, edi, eax, eax, esi, esi, si, .free_in_c, .free_in_c, esi

@@ -16,6 +16,7 @@ default rel
 %include "routine.inc"
 %include "small_block_validation.inc"
 %include "small_block_lists.inc"
+%include "small_block_copy.inc"
 
 extern fm5_c_realloc_mem
 extern fm5_c_realloc_moving_small_block
@@ -81,18 +82,7 @@ ROUTINE FastMM_ReallocMem
     mov eax, 16
     cmp r11, rax
     cmovb r11, rax
-    xor eax, eax
-    jmp .copy_test
-.copy_16:
-    movdqu xmm0, [rcx + rax]
-    movdqu [r8 + rax], xmm0
-    add rax, 16
-.copy_test:
-    lea r9, [rax + 16]
-    cmp r9, r11
-    jb .copy_16
-    movdqu xmm0, [rcx + r11 - 16]
-    movdqu [r8 + r11 - 16], xmm0
+    COPY_IN_UNITS movdqu, xmm0, 16, rcx, r8, r11, rax, r9
     jmp .copied
 .copy_minimum:
     mov rax, [rcx]
