@@ -223,9 +223,9 @@ void *fm5_c_realloc_moving_small_block(void *p, size_t new_size)
     return move_small_block(p, new_size, FastMM_GetMem, fm5_free_proved_small_block);
 }
 
-/* The asm ReallocMem's own move (both architectures), when the old block's bin refuses it after the new block was
- * taken and filled: FreeMem of the old block, which proves it again (a lost claim may have released
- * its span), and the new block for the caller. */
+/* The asm ReallocMem's own move (both architectures), when the old block's bin refuses it after the
+ * new block was taken and filled: FreeMem of the old block, which proves it again (a lost claim may
+ * have released its span), and the new block for the caller. */
 void *fm5_c_free_moved_small_block(void *old_block, void *new_block)
 {
     FastMM_FreeMem(old_block);
