@@ -226,8 +226,8 @@ def parse_args(argv):
             parser.error(f"unknown architecture {arch!r} (win32, win64)")
     args.arch_notes = []
     if "win32" in args.arches and not args.bench_cmd and not args.peer_spec and not i386_runs():
-        note = ("win32 not measured: this machine cannot execute 32-bit x86 programs (Wine's i386 loader "
-                "is refused; scripts/wine-env.sh, fm5_i386_runs)")
+        note = ("win32 not measured: this machine cannot execute 32-bit x86 programs natively (Wine's i386 "
+                "loader is refused, or runs only under emulation; scripts/wine-env.sh, fm5_i386_runs)")
         if args.arches == ["win32"]:
             parser.error(note)
         args.arches.remove("win32")
@@ -275,8 +275,11 @@ def parse_args(argv):
 
 
 def i386_runs():
-    """Whether Wine can run Win32 programs here: the probe that scripts/run-tests.sh also asks."""
-    probe = subprocess.run(["sh", "-c", ". scripts/wine-env.sh && fm5_i386_runs"], cwd=REPO)
+    """Whether Wine can run Win32 programs here natively: the probe that scripts/run-tests.sh also asks,
+    and no when they run only through fm5's emulation entry (scripts/wine-env.sh,
+    fm5_i386_emulation_on), whose times would say nothing of fm5's speed."""
+    probe = subprocess.run(["sh", "-c", '. scripts/wine-env.sh && fm5_i386_runs && [ ! -e "$FM5_BINFMT/$FM5_BINFMT_ENTRY" ]'],
+                           cwd=REPO)
     return probe.returncode == 0
 
 

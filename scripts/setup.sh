@@ -26,15 +26,65 @@ need_install() {
     return 1
 }
 
+SUDO=""
+root_or_sudo() {
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null 2>&1 || { echo "setup: run as root or install sudo" >&2; exit 1; }
+        SUDO=sudo
+    fi
+}
+
+# The emulator that runs the Win32 tests where the kernel refuses i386 programs (scripts/wine-env.sh,
+# fm5_i386_emulator: qemu-user 10 or later; Debian 12 has 7.2, bookworm-backports 10). Wanted only
+# where wine32 is installed and its loader does not run; nothing else here needs it.
+need_i386_emulator() {
+    # shellcheck source=scripts/wine-env.sh
+    . "$(dirname "${BASH_SOURCE[0]}")/wine-env.sh"
+    [ -x /usr/lib/wine/wine ] && ! fm5_i386_runs && ! fm5_i386_emulator >/dev/null
+}
+
+# Installs qemu-user from bookworm-backports (its own apt source, made once; backports never
+# outrank the main suite, so nothing else comes from there). Not qemu-user-binfmt, which qemu-user
+# recommends and which would register qemu for every i386 program for good (`make bench` would then
+# time Win32 under emulation): not installed, and removed in the same transaction if present, with
+# qemu-user-static, whose release 10 is an empty package that depends on it (an older
+# with-i386-emulation.sh installed Debian 12's 7.2). A failure is no failure of the set-up: the
+# Win32 tests are then left unrun, as run-tests.sh says.
+install_i386_emulator() {
+    root_or_sudo
+    export DEBIAN_FRONTEND=noninteractive
+    echo "setup: this kernel runs no i386 programs; installing qemu-user (bookworm-backports) for the Win32 tests" >&2
+    local sources=/etc/apt/sources.list.d/fm5-bookworm-backports.sources
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
+            $SUDO tee "$sources" >/dev/null
+    fi
+    local log rc
+    log=$(mktemp)
+    set +e
+    $SUDO apt-get update -qq >"$log" 2>&1
+    rc=$?
+    if [ "$rc" = 0 ] || [ "$rc" = 100 ]; then
+        $SUDO apt-get install -y -qq --no-install-recommends \
+            -t bookworm-backports qemu-user qemu-user-binfmt- qemu-user-static- >"$log" 2>&1
+        rc=$?
+    fi
+    set -e
+    if [ "$rc" != 0 ] || need_i386_emulator; then
+        tail -n 20 "$log" >&2
+        echo "setup: warning: no qemu-user 10 or later; the Win32 tests will not run on this machine" >&2
+    fi
+    rm -f "$log"
+}
+
 if ! need_install; then
+    if need_i386_emulator; then
+        install_i386_emulator
+    fi
     exec "$fpc_windows"
 fi
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "setup: run as root or install sudo" >&2; exit 1; }
-    SUDO=sudo
-fi
+root_or_sudo
 
 echo "setup: installing MinGW-w64, NASM, CMake, Wine (amd64 + i386), LLVM/lld, clang's sanitizers, Free Pascal ..." >&2
 export DEBIAN_FRONTEND=noninteractive
@@ -114,6 +164,9 @@ rm -f "$log"
 if need_install; then
     echo "setup: some tools are still missing after installation" >&2
     exit 1
+fi
+if need_i386_emulator; then
+    install_i386_emulator
 fi
 echo "setup: done" >&2
 exec "$fpc_windows"

@@ -4,23 +4,19 @@
 # Usage: scripts/with-i386-emulation.sh COMMAND [ARGS...]
 #   e.g. scripts/with-i386-emulation.sh scripts/wine-run.sh build/win32 build/win32/bin/test_asm_twins.exe
 #
-# How: the kernel hands an executable that no built-in loader takes to binfmt_misc, so an i386 ELF
-# entry there naming qemu-i386-static makes Wine's 32-bit loader (and every i386 process it starts)
-# run under emulation. The entry is made for the command alone and removed when it ends, however it
-# ends: while it exists, fm5_i386_runs says yes, and `make test` (scripts/run-tests.sh) would run the
-# whole Win32 suite under emulation, which this tool is not for.
+# `make test` needs no help: scripts/run-tests.sh runs the Win32 variants under emulation itself.
+# This is for anything else: one test program by hand, a debugger session, a probe. The binfmt_misc
+# entry (fm5_i386_emulation_on, scripts/wine-env.sh) is made for the command alone and removed when
+# it ends, however it ends: while it exists fm5_i386_runs says yes, and `make bench` would time the
+# Win32 programs under emulation, which says nothing of their speed. Needs root; installs qemu-user
+# 10 or later (scripts/setup.sh) when it is missing.
 #
-# What it is good for (2026-12-05, the 2-core AMD EPYC VM, Wine 8.0, qemu 7.2): single-threaded Win32
-# programs, 50 to 150 s each, most of it Wine's start-up under emulation. Of the 55 Wine programs of
-# `scripts/run-tests.sh win32` at afc5c9d, 34 passed - test_asm_twins (every asm routine against its C
-# twin), test_realloc_rules, test_integrity, test_bad_input, the debug-mode, stack-trace, import-library
-# and BorlndMM tests among them - and 20 failed, each in a section that runs threads (qemu: "uncaught
-# target signal 11", or Wine's "write: Bad file descriptor"); test_multithread of 4275a32, whose Win32
-# suite passed on a machine that runs i386 code natively, fails the same way. test_debug_mode, which
-# starts two threads, passed there but crashed after its last check in all six later runs (four of
-# 58b294d, two of afc5c9d). So a failure with threads here says nothing about fm5, and times nothing
-# about speed.
-# Needs root (binfmt_misc) and installs qemu-user-static when it is missing.
+# What emulation does (2026-12-06, the 2-core AMD EPYC VM, Wine 8.0, qemu-user 10.0.2 from
+# bookworm-backports): `scripts/run-tests.sh win32` ran in 9 minutes, 59 of 61 tests passed, the
+# threaded ones included; the two others (test_bad_pointer_race and its static twin) check fm5's
+# recovery from an access violation, and under qemu-user Wine reports every fault on a released or
+# protected page as an illegal instruction (run-tests.sh says more). Debian 12's own qemu 7.2 crashed
+# every program that starts a thread, and took a minute or more per program.
 set -euo pipefail
 
 if [ $# -eq 0 ]; then
@@ -36,29 +32,19 @@ if fm5_i386_runs; then
     exec "$@"
 fi
 
-binfmt=/proc/sys/fs/binfmt_misc
-entry=fm5-qemu-i386
-qemu=/usr/bin/qemu-i386-static
-if [ ! -x "$qemu" ]; then
-    apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-user-static >/dev/null
+if ! emulator=$(fm5_i386_emulator); then
+    scripts/setup.sh
+    emulator=$(fm5_i386_emulator) || { echo "with-i386-emulation: no qemu-i386 of release 10 or later" >&2; exit 1; }
 fi
-if [ ! -e "$binfmt/register" ]; then
-    mount -t binfmt_misc binfmt_misc "$binfmt"
-fi
-if [ -e "$binfmt/$entry" ]; then
-    echo "with-i386-emulation: $binfmt/$entry exists but i386 programs still do not run" >&2
+if ! fm5_i386_emulation_on "$emulator"; then
+    echo "with-i386-emulation: could not register $emulator in $FM5_BINFMT ($FM5_BINFMT_ENTRY exists?)" >&2
     exit 1
 fi
-
-# The ELF header of a 32-bit little-endian x86 executable or shared object (e_type 2 or 3, e_machine
-# 3); 'F' opens the interpreter now, so that it serves inside other mount namespaces and chroots too.
-magic='\x7fELF\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x03\x00'
-mask='\xff\xff\xff\xff\xff\xfe\xfe\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
-printf ':%s:M::%s:%s:%s:F\n' "$entry" "$magic" "$mask" "$qemu" >"$binfmt/register"
-trap 'echo -1 >"$binfmt/$entry" 2>/dev/null || true' EXIT
+trap fm5_i386_emulation_off EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if ! fm5_i386_runs; then
-    echo "with-i386-emulation: Wine's i386 loader does not run even under $qemu" >&2
+    echo "with-i386-emulation: Wine's i386 loader does not run even under $emulator" >&2
     exit 1
 fi
 status=0
