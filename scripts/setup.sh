@@ -55,7 +55,8 @@ install_i386_emulator() {
     export DEBIAN_FRONTEND=noninteractive
     echo "setup: this kernel runs no i386 programs; installing qemu-user (bookworm-backports) for the Win32 tests" >&2
     local sources=/etc/apt/sources.list.d/fm5-bookworm-backports.sources
-    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    if ! grep -qs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+            /etc/apt/sources.list.d/*.sources; then
         printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
             $SUDO tee "$sources" >/dev/null
     fi
