@@ -38,7 +38,7 @@ if [ "$i386_runs" = 0 ]; then
     emulator=$(fm5_i386_emulator) || emulator=""
 fi
 EMULATION_EXCLUDED=(test_bad_pointer_race test_bad_pointer_race_static)
-emulation_note="not run under emulation (qemu-user reports an access violation as an illegal instruction)"
+emulation_note="under emulation (qemu-user reports an access violation as an illegal instruction)"
 emulating=0
 stop_emulation() {
     if [ "$emulating" = 1 ]; then
@@ -107,8 +107,8 @@ for variant in "$@"; do
             if [ "${#excluded[@]}" != 0 ]; then
                 selection=(-E "^($(IFS='|'; echo "${excluded[*]}"))\$")
                 skipped=${#excluded[@]}
-                skip_note="${excluded[*]} $emulation_note"
-                echo "==== $variant: $skip_note"
+                skip_note="$emulation_note: ${excluded[*]}"
+                echo "==== $variant: not run $skip_note"
             fi
         else
             echo "==== $variant: could not register $emulator with binfmt_misc" >&2
