@@ -278,8 +278,8 @@ def i386_runs():
     """Whether Wine can run Win32 programs here natively: the probe that scripts/run-tests.sh also asks,
     and no when they run only through fm5's emulation entry (scripts/wine-env.sh,
     fm5_i386_emulation_on), whose times would say nothing of fm5's speed."""
-    probe = subprocess.run(["sh", "-c", '. scripts/wine-env.sh && fm5_i386_runs && [ ! -e "$FM5_BINFMT/$FM5_BINFMT_ENTRY" ]'],
-                           cwd=REPO)
+    test = '. scripts/wine-env.sh && fm5_i386_runs && [ ! -e "$FM5_BINFMT/$FM5_BINFMT_ENTRY" ]'
+    probe = subprocess.run(["sh", "-c", test], cwd=REPO)
     return probe.returncode == 0
 
 

@@ -57,8 +57,8 @@ FM5_BINFMT_ENTRY=fm5-qemu-i386
 
 # Hands i386 executables to the emulator $1 until fm5_i386_emulation_off (root only). Fails without a
 # change when the entry exists already (another run's: it is not ours to remove) or cannot be made.
-# While the entry exists fm5_i386_runs says yes, to `make test` and `make bench` alike: whoever makes
-# it removes it (a trap on EXIT), so that it never outlives the command it serves.
+# While the entry exists fm5_i386_runs says yes (bench/run.py also looks for the entry and then times
+# no Win32): whoever makes it removes it (a trap on EXIT), so that it never outlives its command.
 fm5_i386_emulation_on() {
     if [ ! -e "$FM5_BINFMT/register" ]; then
         mount -t binfmt_misc binfmt_misc "$FM5_BINFMT" 2>/dev/null || return 1

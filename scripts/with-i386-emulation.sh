@@ -7,9 +7,9 @@
 # `make test` needs no help: scripts/run-tests.sh runs the Win32 variants under emulation itself.
 # This is for anything else: one test program by hand, a debugger session, a probe. The binfmt_misc
 # entry (fm5_i386_emulation_on, scripts/wine-env.sh) is made for the command alone and removed when
-# it ends, however it ends: while it exists fm5_i386_runs says yes, and `make bench` would time the
-# Win32 programs under emulation, which says nothing of their speed. Needs root; installs qemu-user
-# 10 or later (scripts/setup.sh) when it is missing.
+# it ends, however it ends: while it exists fm5_i386_runs says yes (bench/run.py checks for the
+# entry and still refuses to time Win32: emulated times say nothing of speed). Needs root; installs
+# qemu-user 10 or later (scripts/setup.sh) when it is missing.
 #
 # What emulation does (2026-12-06, the 2-core AMD EPYC VM, Wine 8.0, qemu-user 10.0.2 from
 # bookworm-backports): `scripts/run-tests.sh win32` ran in 9 minutes, 59 of 61 tests passed, the
