@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Report of a benchmark run: reads results.csv and meta.json from the output folder of
-bench/run.py and writes results.md (tables, FastCode-style score, where fm5 is not the fastest),
+bench/run.py and writes results.md (tables, FastCode-style score, fm5 against the faster of the
+peers FastMM5 and mimalloc when they ran, where fm5 is not the fastest),
 summary.csv (one line per architecture, workload and allocator) and ratios.png (the paired gains
 with their 95 % intervals, one panel per architecture).
 
@@ -22,6 +23,14 @@ CATEGORY_WEIGHTS = {
     "mt-allocfree": 0.14, "st-replay": 0.20, "mt-replay": 0.29,
 }
 UNSCORED = ("debug", "server")
+
+# The peers a user would pick instead of fm5 (bench/run.py's PEERS), and fm5's targets against the
+# faster of them (BENCHMARKS.md): its median time at most this fraction of that peer's, on the scored
+# workloads of one thread and of many. The debug workloads have their own peer (fastmm5-debug), and
+# the echo server's time is Wine's sockets, so neither is held to these.
+TARGET_PEERS = ("fastmm5", "mimalloc")
+TARGET_RATIO_SINGLE_THREAD = 0.8
+TARGET_RATIO_MANY_THREADS = 0.9
 
 
 def label(spec):
@@ -138,6 +147,49 @@ def not_fastest(per_arch, reference, names):
     return lines
 
 
+def against_faster_peer(meta, per_arch, names):
+    """Markdown lines: per architecture, the reference's median over the faster target peer's on every
+    scored workload that both ran, with the reference's paired gain over that peer; bold where the
+    ratio is above its target. None when no target peer is among the allocators."""
+    reference = meta["reference"]
+    peers = [p for p in TARGET_PEERS if p in meta["allocators"]]
+    if meta["mode"] == "compare" or not peers:
+        return []
+    me = names[reference]
+    out = ["", f"## {me} against the faster peer", "",
+           f"Ratio: {me}'s median time over the faster median of "
+           + " and ".join(names[p] for p in peers)
+           + f" (a peer without samples of a workload is left out of its row). Targets: at most "
+           f"{TARGET_RATIO_SINGLE_THREAD:g} on one thread, {TARGET_RATIO_MANY_THREADS:g} on many; bold "
+           "where a ratio is above its target. The gain is the paired one over that peer."]
+    for arch in meta["arches"]:
+        lines, met, above_one, total = [], 0, [], 0
+        for row in per_arch.get(arch, []):
+            mine = row["medians"].get(reference)
+            timed = {p: row["medians"][p] for p in peers if row["medians"].get(p) is not None}
+            if row["category"] not in CATEGORY_WEIGHTS or mine is None or not timed:
+                continue
+            best = min(timed, key=timed.get)
+            ratio = mine / timed[best]
+            target = TARGET_RATIO_SINGLE_THREAD if row["threads"] == 1 else TARGET_RATIO_MANY_THREADS
+            total += 1
+            if ratio <= target:
+                met += 1
+            if ratio > 1.0:
+                above_one.append(f"`{row['name']}` {ratio:.2f} ({names[best]})")
+            shown = f"{ratio:.2f}" if ratio <= target else f"**{ratio:.2f}**"
+            lines.append(f"| `{row['name']}` | {row['threads']} | {mine:.1f} | {names[best]} | "
+                         f"{timed[best]:.1f} | {shown} | {interval(row['gains'][best])} |")
+        if not lines:
+            continue
+        out += ["", f"### {arch}: {me} / faster peer", "",
+                f"| workload | threads | {me} ms | faster peer | its ms | ratio | {me}'s gain over it [95 %] |",
+                "|---|---:|---:|---|---:|---:|---:|"] + lines
+        out += ["", f"At most the target on {met} of {total} workloads; above 1.0: "
+                + (", ".join(above_one) if above_one else "none") + "."]
+    return out
+
+
 def memory_cell(row, allocator):
     ws, commit = row["working_sets"].get(allocator), row["commits"].get(allocator)
     if ws is None or commit is None:
@@ -212,6 +264,7 @@ def markdown(meta, per_arch):
             cells += [f"{table[a]['total']:.1f}", f"{table[a]['relative']:.1f}"]
             out.append("| " + " | ".join(cells) + " |")
 
+    out += against_faster_peer(meta, per_arch, names)
     lines = not_fastest(per_arch, reference, names)
     out += ["", f"## Workloads where {names[reference]} is not the fastest", ""]
     out += lines or [f"None: {names[reference]} has the lowest median time everywhere."]

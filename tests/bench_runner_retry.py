@@ -17,6 +17,9 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(os.path.dirname(HERE), "bench", "run.py")
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
+sys.path.insert(0, os.path.join(HERE, "support"))
+from checks import check  # noqa: E402
 
 
 def fake(counter_file):
@@ -62,14 +65,6 @@ def run(plan, pairs):
         meta["report"] = f.read()
     shutil.rmtree(out)
     return samples, meta
-
-
-def check(name, condition, detail):
-    if not condition:
-        print(f"FAIL: {name}: {detail}")
-        return 1
-    print(f"ok: {name}")
-    return 0
 
 
 def main():

@@ -92,4 +92,9 @@ if(NOT FM5_SANITIZE MATCHES "thread")
     add_test(NAME bench_runner_retry
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_runner_retry.py)
     set_tests_properties(bench_runner_retry PROPERTIES TIMEOUT 120)
+    # bench/report.py's table of fm5 against the faster peer, from a made-up run
+    # (tests/bench_report_peers.py).
+    add_test(NAME bench_report_peers
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_report_peers.py)
+    set_tests_properties(bench_report_peers PROPERTIES TIMEOUT 120)
 endif()
