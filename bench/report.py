@@ -61,6 +61,8 @@ def load(out_dir):
                 row[key] = float(row[key])
             for key in ("round", "ops", "peak_commit_kb", "peak_ws_kb"):
                 row[key] = int(row[key])
+            # The scale the sample ran at (bench/run.py scales a slow peer down); empty: the run's.
+            row["scale"] = float(row["scale"]) if row.get("scale") else None
             samples[(row["arch"], row["workload"])][row["allocator"]][row["round"]] = row
     return meta, samples
 
@@ -75,13 +77,36 @@ def interval(result):
     return f"{result['gain']:+.1f} % [{result['low']:+.1f}, {result['high']:+.1f}]"
 
 
+def scaled_down(meta, by_alloc):
+    """{allocator: its scale} for the allocators of one workload that ran below the run's scale."""
+    run_scale = meta["scale"] if meta["scale"] is not None else 1.0
+    out = {}
+    for allocator, rounds in by_alloc.items():
+        scales = {row["scale"] for row in rounds.values() if row["scale"] is not None}
+        if scales and min(scales) < run_scale * 0.999:
+            out[allocator] = min(scales)
+    return out
+
+
+def comparable_ms(row, full_ops):
+    """A sample's time, for a sample of a scaled-down allocator its time per operation times the
+    operations of the workload at the run's scale (`full_ops`, from the allocators that ran it)."""
+    if full_ops is None or row["ops"] <= 0 or row["ops"] == full_ops:
+        return row["ms"]
+    return row["ms"] * full_ops / row["ops"]
+
+
 def analyse(meta, samples):
     """Per architecture: rows with medians and paired gains of the reference over each peer."""
     reference = meta["reference"]
     per_arch = defaultdict(list)
     for task in meta["workloads"]:
         by_alloc = samples.get((task["arch"], task["name"]), {})
-        times = {a: {r: row["ms"] for r, row in by_alloc.get(a, {}).items()} for a in task["allocators"]}
+        scaled = scaled_down(meta, by_alloc)
+        full = [row["ops"] for a, rounds in by_alloc.items() if a not in scaled for row in rounds.values()]
+        full_ops = stats.median(full) if full else None
+        times = {a: {r: (comparable_ms(row, full_ops) if a in scaled else row["ms"])
+                     for r, row in by_alloc.get(a, {}).items()} for a in task["allocators"]}
         medians = {a: stats.median(list(t.values())) if t else None for a, t in times.items()}
         commits = {a: stats.median([row["peak_commit_kb"] for row in by_alloc[a].values()])
                    if by_alloc.get(a) else None for a in task["allocators"]}
@@ -94,7 +119,7 @@ def analyse(meta, samples):
                     # Gain of the reference over the peer: time_peer / time_reference - 1, per round.
                     gains[peer] = stats.paired_gain(times[peer], times[reference])
         pairs = min((len(t) for t in times.values() if t), default=0)
-        per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits,
+        per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits, "scaled": scaled,
                                        "working_sets": working_sets, "gains": gains, "measured_pairs": pairs})
     return per_arch
 
@@ -178,7 +203,8 @@ def against_faster_peer(meta, per_arch, names):
             if ratio > 1.0:
                 above_one.append(f"`{row['name']}` {ratio:.2f} ({names[best]})")
             shown = f"{ratio:.2f}" if ratio <= target else f"**{ratio:.2f}**"
-            lines.append(f"| `{row['name']}` | {row['threads']} | {mine:.1f} | {names[best]} | "
+            peer = names[best] + scaled_mark(row, best)
+            lines.append(f"| `{row['name']}` | {row['threads']} | {mine:.1f} | {peer} | "
                          f"{timed[best]:.1f} | {shown} | {interval(row['gains'][best])} |")
         if not lines:
             continue
@@ -188,6 +214,13 @@ def against_faster_peer(meta, per_arch, names):
         out += ["", f"At most the target on {met} of {total} workloads; above 1.0: "
                 + (", ".join(above_one) if above_one else "none") + "."]
     return out
+
+
+SCALED_MARK = "†"
+
+
+def scaled_mark(row, allocator):
+    return SCALED_MARK if allocator in row.get("scaled", {}) else ""
 
 
 def memory_cell(row, allocator):
@@ -236,10 +269,17 @@ def markdown(meta, per_arch):
         out.append("|---|---|---:|---:|" + "---:|" * (len(head) - 4))
         for row in rows:
             cells = [f"`{row['name']}`", row["category"], str(row["threads"]), str(row["measured_pairs"])]
-            cells += ["—" if row["medians"].get(a) is None else f"{row['medians'][a]:.1f}" for a in allocators]
+            cells += ["—" if row["medians"].get(a) is None else f"{row['medians'][a]:.1f}" + scaled_mark(row, a)
+                      for a in allocators]
             cells += [interval(row["gains"][p]) if p in row["gains"] else "—" for p in peers]
-            cells += [memory_cell(row, a) for a in allocators]
+            cells += [memory_cell(row, a) + scaled_mark(row, a) for a in allocators]
             out.append("| " + " | ".join(cells) + " |")
+        scaled = [f"`{row['name']}` {names[a]} at {row['scaled'][a]:g}" for row in rows for a in row["scaled"]]
+        if scaled:
+            out += ["", f"{SCALED_MARK} Scaled down (bench/run.py: its warm-up took far longer than "
+                    f"{names[reference]}'s, or timed out): its time is its time per operation times the "
+                    "workload's operations at the run's scale, and its memory that of the smaller run: "
+                    + ", ".join(scaled) + "."]
 
         categories, counts, table, left_out = score(rows, allocators)
         out += ["", f"### {arch}: FastCode-style score (speed only)", "",
@@ -275,6 +315,10 @@ def markdown(meta, per_arch):
         out += ["", "## Runs taken again", "", "Wine ended these runs without a word from the program "
                 "(bench/run.py, ended_by_wine); each was run once more and that run's sample kept.", ""]
         out += [f"- {f['arch']} `{f['workload']}` `{f['allocator']}`: {f['error']}" for f in meta["retried"]]
+    if meta.get("scaled"):
+        out += ["", "## Scaled down", ""]
+        out += [f"- {e['arch']} `{e['workload']}` `{e['allocator']}`: {e['reason']}; ran at {e['scale']:g}"
+                for e in meta["scaled"]]
     if meta.get("skipped"):
         out += ["", "## Skipped", ""] + [f"- {s}" for s in meta["skipped"]]
     return "\n".join(out) + "\n"
@@ -285,7 +329,7 @@ def write_summary(path, meta, per_arch):
         writer = csv.writer(f)
         writer.writerow(["arch", "workload", "category", "threads", "allocator", "pairs", "median_ms",
                          "median_peak_commit_kb", "median_peak_ws_kb", "gain_of_reference_pct", "low_pct",
-                         "high_pct"])
+                         "high_pct", "scaled_to"])
         for arch in meta["arches"]:
             for row in per_arch.get(arch, []):
                 for a in row["allocators"]:
@@ -294,7 +338,8 @@ def write_summary(path, meta, per_arch):
                     writer.writerow([arch, row["name"], row["category"], row["threads"], a, row["measured_pairs"],
                                      "" if m is None else f"{m:.3f}", "" if c is None else c,
                                      "" if w is None else w,
-                                     *("" if g[k] is None else f"{g[k]:.3f}" for k in ("gain", "low", "high"))])
+                                     *("" if g[k] is None else f"{g[k]:.3f}" for k in ("gain", "low", "high")),
+                                     row["scaled"].get(a, "")])
 
 
 def chart(path, meta, per_arch):

@@ -36,8 +36,20 @@ DEFAULT_ALLOCATORS = "fm5,heap,msvcrt,ucrtbase"
 # Left out of the broad table unless named: they take minutes each.
 EXCLUDED_BY_DEFAULT = ("echo_server_500", "echo_server_1000")
 CSV_FIELDS = ["arch", "workload", "category", "allocator", "round", "ms", "ops", "peak_commit_kb",
-              "peak_ws_kb", "wall_s"]
+              "peak_ws_kb", "wall_s", "scale"]
 MIN_PAIRS = 3
+# A peer much slower than the reference on a workload runs it smaller rather than not at all, so that
+# the broad table keeps every allocator's row and fits its time (mimalloc's MinGW DLL takes 120 s and
+# more on validate47 under Wine, where fm5 takes 20 ms; the Wine heaps take minutes on some
+# workloads). In the table mode's warm-up, an allocator other than the reference whose sample's own
+# time exceeds both SLOW_SAMPLE_S (--slow-sample) and SLOW_FACTOR times the reference's is scaled
+# down by powers of ten until it would not, and one that times out is scaled down a power of ten and
+# tried again, at most MAX_SCALE_STEPS powers in all. report.py gives such an allocator's time per
+# operation times the operations of the workload at the run's scale, and marks it. The paired
+# comparison (--compare) never scales: its two builds run the same work.
+SLOW_SAMPLE_S = 20.0
+SLOW_FACTOR = 4.0
+MAX_SCALE_STEPS = 3
 
 
 def log(message=""):
@@ -99,9 +111,10 @@ def traces_at_depth_20(workload_name):
 
 
 class SampleError(Exception):
-    def __init__(self, message, ended_by_wine=False):
+    def __init__(self, message, ended_by_wine=False, timed_out=False):
         super().__init__(message)
         self.ended_by_wine = ended_by_wine
+        self.timed_out = timed_out
 
 
 def ended_by_wine(returncode, out, err):
@@ -137,7 +150,7 @@ class Bench:
             done = subprocess.run(command, cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            raise SampleError(f"timed out after {self.timeout:g} s")
+            raise SampleError(f"timed out after {self.timeout:g} s", timed_out=True)
         except OSError as error:
             raise SampleError(f"cannot start {command[0]}: {error}")
         out = done.stdout.decode("utf-8", "replace").replace("\r", "")
@@ -208,6 +221,10 @@ def parse_args(argv):
     # A sample of the broad table takes seconds; mimalloc's MinGW DLL hangs under Wine in some
     # multithreaded runs, and each hang costs the whole timeout.
     parser.add_argument("--timeout", type=float, default=120, help="seconds allowed to one process (default 120)")
+    parser.add_argument("--slow-sample", type=float, default=SLOW_SAMPLE_S, metavar="S",
+                        help="in the table mode's warm-up, scale an allocator down when its sample takes "
+                        f"more than S seconds and {SLOW_FACTOR:g} times the reference's "
+                        f"(default {SLOW_SAMPLE_S:g}; 0: never)")
     parser.add_argument("--bench-exe", default=os.path.join("build", "{arch}", "bin", "fm5bench.exe"),
                         help="the Windows program run under Wine ({arch} is replaced; default "
                         "build/{arch}/bin/fm5bench.exe)")
@@ -308,6 +325,7 @@ class Runner:
         self.failures = []
         self.retried = []
         self.skipped = []
+        self.scaled = []
         self.prefixes = []
         self.csv_file = None
         self.csv = None
@@ -359,7 +377,8 @@ class Runner:
                 self.tasks.append({"arch": arch, "name": workload["name"], "category": workload["category"],
                                    "threads": workload["threads"], "allocators": allocators,
                                    "active": list(allocators), "pairs": args.pairs, "round_s": None,
-                                   "warmups_done": 0, "rounds_done": 0})
+                                   "warmups_done": 0, "rounds_done": 0,
+                                   "scales": {a: args.scale for a in allocators}})
         if not self.tasks:
             raise SystemExit("bench: nothing to run")
 
@@ -375,14 +394,61 @@ class Runner:
         """One sample; a run that Wine ended (ended_by_wine) is taken once more, and the report lists
         it, so that a failure of Wine's does not cost an allocator the rest of its samples."""
         try:
-            return self.bench.sample(task["arch"], task["name"], allocator, self.args.scale, self.args.peers)
+            return self.bench.sample(task["arch"], task["name"], allocator, task["scales"][allocator],
+                                     self.args.peers)
         except SampleError as error:
             if not error.ended_by_wine:
                 raise
             self.retried.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,
                                  "error": str(error)})
             log(f"bench: NOTE {task['arch']} {task['name']} {allocator}: {error}: ended by Wine, taken again")
-            return self.bench.sample(task["arch"], task["name"], allocator, self.args.scale, self.args.peers)
+            return self.bench.sample(task["arch"], task["name"], allocator, task["scales"][allocator],
+                                     self.args.peers)
+
+    def may_scale_down(self, task, allocator):
+        return (self.args.mode == "table" and self.args.slow_sample > 0 and allocator != self.args.reference
+                and self.scale_steps(task, allocator) < MAX_SCALE_STEPS)
+
+    def base_scale(self):
+        return self.args.scale if self.args.scale is not None else 1.0
+
+    def scale_steps(self, task, allocator):
+        """How many powers of ten the allocator's scale is below the run's."""
+        scale = task["scales"][allocator]
+        return 0 if scale is None else round(math.log10(self.base_scale() / scale))
+
+    def scale_down(self, task, allocator, steps, reason):
+        old = task["scales"][allocator]
+        steps = min(self.scale_steps(task, allocator) + steps, MAX_SCALE_STEPS)
+        task["scales"][allocator] = self.base_scale() / 10 ** steps
+        key = (task["arch"], task["name"], allocator)
+        self.scaled = [e for e in self.scaled if (e["arch"], e["workload"], e["allocator"]) != key]
+        self.scaled.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,
+                            "scale": task["scales"][allocator],
+                            "reason": f"{reason} at scale {1.0 if old is None else old:g}"})
+        log(f"bench: NOTE {task['arch']} {task['name']} {allocator}: {self.scaled[-1]['reason']}: "
+            f"runs at scale {task['scales'][allocator]:g} from now on")
+
+    def warm_up_sample(self, task, allocator):
+        """A warm-up sample; an allocator that may be scaled down and times out is, and tries again."""
+        while True:
+            try:
+                return self.sample_retrying_once(task, allocator)
+            except SampleError as error:
+                if not (error.timed_out and self.may_scale_down(task, allocator)):
+                    raise
+                self.scale_down(task, allocator, 1, str(error))
+
+    def scale_down_slow(self, task, times_ms):
+        """After a warm-up round: the allocators whose own time is far above the reference's."""
+        reference_s = times_ms.get(self.args.reference, 0.0) / 1000.0
+        limit = max(self.args.slow_sample, SLOW_FACTOR * reference_s)
+        for allocator, ms in times_ms.items():
+            seconds = ms / 1000.0
+            if seconds > limit and self.may_scale_down(task, allocator):
+                steps = math.ceil(math.log10(seconds / limit))
+                self.scale_down(task, allocator, max(1, steps),
+                                f"{seconds:.1f} s against the reference's {reference_s:.1f} s")
 
     def run_round(self, task, order_index, round_number):
         """One process per active allocator, in the rotated order; round_number None = warm-up."""
@@ -390,9 +456,13 @@ class Runner:
         shift = order_index % len(allocators)
         order = [a for a in allocators[shift:] + allocators[:shift] if a in task["active"]]
         started = time.monotonic()
+        times_ms = {}
         for allocator in order:
             try:
-                result = self.sample_retrying_once(task, allocator)
+                if round_number is None:
+                    result = self.warm_up_sample(task, allocator)
+                else:
+                    result = self.sample_retrying_once(task, allocator)
             except SampleError as error:
                 task["active"].remove(allocator)
                 self.failures.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,
@@ -400,12 +470,17 @@ class Runner:
                 log(f"bench: WARNING {task['arch']} {task['name']} {allocator}: {error} "
                     "(no more samples of this allocator here)")
                 continue
+            times_ms[allocator] = result["ms"]
             if round_number is not None:
+                scale = task["scales"][allocator]
                 self.csv.writerow({"arch": task["arch"], "workload": task["name"], "category": task["category"],
                                    "allocator": allocator, "round": round_number, "ms": f"{result['ms']:.3f}",
                                    "ops": result["ops"], "peak_commit_kb": result["peak_commit_kb"],
-                                   "peak_ws_kb": result["peak_ws_kb"], "wall_s": f"{result['wall_s']:.3f}"})
+                                   "peak_ws_kb": result["peak_ws_kb"], "wall_s": f"{result['wall_s']:.3f}",
+                                   "scale": "" if scale is None else repr(scale)})
                 self.csv_file.flush()
+        if round_number is None:
+            self.scale_down_slow(task, times_ms)
         seconds = time.monotonic() - started
         # The estimate of one round follows the rounds measured so far (the mean of old and new).
         task["round_s"] = seconds if task["round_s"] is None else (task["round_s"] + seconds) / 2
@@ -478,6 +553,7 @@ class Runner:
             "workloads": [{k: t[k] for k in ("arch", "name", "category", "threads", "allocators", "pairs")}
                           for t in self.tasks],
             "failures": self.failures, "retried": self.retried, "skipped": self.args.arch_notes + self.skipped,
+            "scaled": self.scaled,
         }
 
     def run(self):

@@ -92,6 +92,10 @@ if(NOT FM5_SANITIZE MATCHES "thread")
     add_test(NAME bench_runner_retry
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_runner_retry.py)
     set_tests_properties(bench_runner_retry PROPERTIES TIMEOUT 120)
+    # bench/run.py scales a slow peer down rather than dropping it (tests/bench_runner_scale.py).
+    add_test(NAME bench_runner_scale
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_runner_scale.py)
+    set_tests_properties(bench_runner_scale PROPERTIES TIMEOUT 120)
     # bench/report.py's table of fm5 against the faster peer, from a made-up run
     # (tests/bench_report_peers.py).
     add_test(NAME bench_report_peers
