@@ -80,7 +80,8 @@ def main():
                           f"expected a row starting {start!r}, got {line!r}")
     failures += check("unscored workloads left out", row_of(section, "debug_only") is None, section)
     failures += check("the summary counts the targets met and names the rows above 1.0",
-                      "At most the target on 2 of 4 workloads; above 1.0: `behind_mimalloc` 1.20 (mimalloc)." in section,
+                      "At most the target on 2 of 4 workloads; above 1.0: `behind_mimalloc` 1.20 (mimalloc)."
+                      in section,
                       section)
     out = make_run(["fm5", "heap"])
     try:
