@@ -44,7 +44,7 @@ MIN_PAIRS = 3
 # workloads). In the table mode's warm-up, an allocator other than the reference whose sample's own
 # time exceeds both SLOW_SAMPLE_S (--slow-sample) and SLOW_FACTOR times the reference's is scaled
 # down by powers of ten until it would not, and one that times out is scaled down a power of ten and
-# tried again, at most MAX_SCALE_STEPS powers in all. report.py gives such an allocator's time per
+# tried once more, at most MAX_SCALE_STEPS powers in all. report.py gives such an allocator's time per
 # operation times the operations of the workload at the run's scale, and marks it. The paired
 # comparison (--compare) never scales: its two builds run the same work.
 SLOW_SAMPLE_S = 20.0
@@ -430,14 +430,22 @@ class Runner:
             f"runs at scale {task['scales'][allocator]:g} from now on")
 
     def warm_up_sample(self, task, allocator):
-        """A warm-up sample; an allocator that may be scaled down and times out is, and tries again."""
-        while True:
-            try:
-                return self.sample_retrying_once(task, allocator)
-            except SampleError as error:
-                if not (error.timed_out and self.may_scale_down(task, allocator)):
-                    raise
-                self.scale_down(task, allocator, 1, str(error))
+        """A warm-up sample; an allocator that may be scaled down and times out is, and tries once
+        more. Once only: a run that hangs (mimalloc's DLL does on some multithreaded workloads under
+        Wine) would hang at every scale, and each try costs the whole timeout."""
+        try:
+            return self.sample_retrying_once(task, allocator)
+        except SampleError as error:
+            if not (error.timed_out and self.may_scale_down(task, allocator)):
+                raise
+            self.scale_down(task, allocator, 1, str(error))
+        try:
+            return self.sample_retrying_once(task, allocator)
+        except SampleError:
+            # not scaled but failed: the failures list it
+            key = (task["arch"], task["name"], allocator)
+            self.scaled = [e for e in self.scaled if (e["arch"], e["workload"], e["allocator"]) != key]
+            raise
 
     def scale_down_slow(self, task, times_ms):
         """After a warm-up round: the allocators whose own time is far above the reference's."""
@@ -448,7 +456,7 @@ class Runner:
             if seconds > limit and self.may_scale_down(task, allocator):
                 steps = math.ceil(math.log10(seconds / limit))
                 self.scale_down(task, allocator, max(1, steps),
-                                f"{seconds:.1f} s against the reference's {reference_s:.1f} s")
+                                f"{seconds:.3g} s against the reference's {reference_s:.3g} s")
 
     def run_round(self, task, order_index, round_number):
         """One process per active allocator, in the rotated order; round_number None = warm-up."""

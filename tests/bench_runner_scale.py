@@ -2,13 +2,14 @@
 """bench/run.py scales a slow peer down rather than dropping it: in the table mode's warm-up, an
 allocator other than the reference whose own time is above --slow-sample seconds and 4 times the
 reference's runs the workload at a scale smaller by powers of ten, and one that times out is scaled
-down a power of ten and tried again; report.py then gives its time per operation times the
-operations at the run's scale, marked. The paired comparison and --slow-sample 0 never scale.
+down a power of ten and tried once more (a second timeout drops it, as any failure); report.py
+then gives its time per operation times the operations at the run's scale, marked. The paired
+comparison and --slow-sample 0 never scale.
 
 The benchmark program is a stand-in (--bench-cmd): this script with --fake. Its operations are
 100,000 x the scale; "fm5" takes 20 ms at any scale, "slowpeer" 500 s x the scale (50 s at 0.1),
-"hangpeer" sleeps past the runner's 1 s timeout above scale 0.0011 and reports 30 s x the scale.
-No Wine is needed."""
+"hangpeer" sleeps past the runner's 1 s timeout above scale 0.011 and reports 30 s x the scale,
+"deadpeer" sleeps past it at every scale. No Wine is needed."""
 import csv
 import json
 import os
@@ -31,8 +32,9 @@ def fake():
         return 0
     allocator = sys.argv[sys.argv.index("--allocator") + 1]
     scale = float(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1.0
-    ms = {"fm5": 20.0, "slowpeer": 500000.0 * scale, "hangpeer": 30000.0 * scale}[allocator]
-    if allocator == "hangpeer" and scale > 0.0011:
+    ms = {"fm5": 20.0, "slowpeer": 500000.0 * scale, "hangpeer": 30000.0 * scale,
+          "deadpeer": 1.0}[allocator]
+    if allocator == "hangpeer" and scale > 0.011 or allocator == "deadpeer":
         time.sleep(3)
     print(f"RESULT workload=w1 allocator={allocator} ms={ms} ops={round(100000 * scale)} "
           "peak_commit_kb=1 peak_ws_kb=2")
@@ -70,8 +72,8 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--fake":
         return fake()
     failures = 0
-    rows, meta, report = run("--allocators", "fm5,slowpeer,hangpeer", "--scale", "0.1", "--pairs", "3",
-                             "--slow-sample", "1")
+    rows, meta, report = run("--allocators", "fm5,slowpeer,hangpeer,deadpeer", "--scale", "0.1",
+                             "--pairs", "3", "--slow-sample", "1")
     # slowpeer: 50 s against fm5's 0.02 s and the 1 s threshold: two powers of ten (5 s would still be
     # above), so 0.001, where it takes 0.5 s for 100 operations: 50,000 ms for fm5's 10,000.
     failures += check("a slow peer runs at a smaller scale", scales_of(rows, "slowpeer") == ["0.001"] and
@@ -79,18 +81,25 @@ def main():
     median = float(meta["summary"]["slowpeer"]["median_ms"] or 0)
     failures += check("its time is per operation times the run's operations", abs(median - 50000.0) < 1.0 and
                       meta["summary"]["slowpeer"]["scaled_to"] == "0.001", meta["summary"]["slowpeer"])
-    # hangpeer: times out at 0.1 and at 0.01, runs at 0.001; no failure
-    failures += check("a peer that times out is scaled down and tried again, not dropped",
-                      scales_of(rows, "hangpeer") == ["0.001"] and not meta["failures"] and
+    # hangpeer: times out at 0.1, runs at 0.01
+    failures += check("a peer that times out is scaled down and tried once more, not dropped",
+                      scales_of(rows, "hangpeer") == ["0.01"] and
                       len([r for r in rows if r["allocator"] == "hangpeer"]) == 3,
                       f"{scales_of(rows, 'hangpeer')} {meta['failures']}")
-    failures += check("the run lists both with their reasons",
+    # deadpeer: times out at 0.1 and at 0.01: dropped, the only failure
+    failures += check("a peer that times out again is dropped",
+                      not scales_of(rows, "deadpeer") and len(meta["failures"]) == 1 and
+                      meta["failures"][0]["allocator"] == "deadpeer" and
+                      "timed out" in meta["failures"][0]["error"],
+                      f"{scales_of(rows, 'deadpeer')} {meta['failures']}")
+    failures += check("the run lists the scaled ones with their reasons",
                       sorted((e["allocator"], e["scale"]) for e in meta["scaled"]) ==
-                      [("hangpeer", 0.001), ("slowpeer", 0.001)] and
+                      [("hangpeer", 0.01), ("slowpeer", 0.001)] and
                       any("timed out" in e["reason"] for e in meta["scaled"]), meta["scaled"])
     failures += check("the report marks them", "## Scaled down" in report and "50000.0†" in report, report)
     rows, meta, _ = run("--allocators", "fm5,slowpeer", "--scale", "0.1", "--pairs", "3", "--slow-sample", "0")
-    failures += check("--slow-sample 0: never scaled", scales_of(rows, "slowpeer") == ["0.1"] and not meta["scaled"],
+    failures += check("--slow-sample 0: never scaled",
+                      scales_of(rows, "slowpeer") == ["0.1"] and not meta["scaled"],
                       f"{scales_of(rows, 'slowpeer')} {meta['scaled']}")
     rows, meta, _ = run("--compare", "slowpeer,fm5", "--scale", "0.1", "--pairs", "2", "--warmups", "1",
                         "--slow-sample", "1")
