@@ -40,7 +40,7 @@ CSV_FIELDS = ["arch", "workload", "category", "allocator", "round", "ms", "ops",
 MIN_PAIRS = 3
 # A peer much slower than the reference on a workload runs it smaller rather than not at all, so that
 # the broad table keeps every allocator's row and fits its time (mimalloc's MinGW DLL takes 120 s and
-# more on validate47 under Wine, where fm5 takes 20 ms; the Wine heaps take minutes on some
+# more on validate47 under Wine, where fm5 takes 14 ms; the Wine heaps take minutes on some
 # workloads). In the table mode's warm-up, an allocator other than the reference whose sample's own
 # time exceeds both SLOW_SAMPLE_S (--slow-sample) and SLOW_FACTOR times the reference's is scaled
 # down by powers of ten until it would not, and one that times out is scaled down a power of ten and
