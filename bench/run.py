@@ -325,7 +325,7 @@ class Runner:
         self.failures = []
         self.retried = []
         self.skipped = []
-        self.scaled = []
+        self.scaled = {}  # (arch, workload, allocator): its last scale-down, for the report
         self.prefixes = []
         self.csv_file = None
         self.csv = None
@@ -421,13 +421,12 @@ class Runner:
         old = task["scales"][allocator]
         steps = min(self.scale_steps(task, allocator) + steps, MAX_SCALE_STEPS)
         task["scales"][allocator] = self.base_scale() / 10 ** steps
-        key = (task["arch"], task["name"], allocator)
-        self.scaled = [e for e in self.scaled if (e["arch"], e["workload"], e["allocator"]) != key]
-        self.scaled.append({"arch": task["arch"], "workload": task["name"], "allocator": allocator,
-                            "scale": task["scales"][allocator],
-                            "reason": f"{reason} at scale {1.0 if old is None else old:g}"})
-        log(f"bench: NOTE {task['arch']} {task['name']} {allocator}: {self.scaled[-1]['reason']}: "
-            f"runs at scale {task['scales'][allocator]:g} from now on")
+        entry = {"arch": task["arch"], "workload": task["name"], "allocator": allocator,
+                 "scale": task["scales"][allocator],
+                 "reason": f"{reason} at scale {1.0 if old is None else old:g}"}
+        self.scaled[(task["arch"], task["name"], allocator)] = entry
+        log(f"bench: NOTE {task['arch']} {task['name']} {allocator}: {entry['reason']}: "
+            f"runs at scale {entry['scale']:g} from now on")
 
     def warm_up_sample(self, task, allocator):
         """A warm-up sample; an allocator that may be scaled down and times out is, and tries once
@@ -443,8 +442,7 @@ class Runner:
             return self.sample_retrying_once(task, allocator)
         except SampleError:
             # not scaled but failed: the failures list it
-            key = (task["arch"], task["name"], allocator)
-            self.scaled = [e for e in self.scaled if (e["arch"], e["workload"], e["allocator"]) != key]
+            del self.scaled[(task["arch"], task["name"], allocator)]
             raise
 
     def scale_down_slow(self, task, times_ms):
@@ -561,7 +559,7 @@ class Runner:
             "workloads": [{k: t[k] for k in ("arch", "name", "category", "threads", "allocators", "pairs")}
                           for t in self.tasks],
             "failures": self.failures, "retried": self.retried, "skipped": self.args.arch_notes + self.skipped,
-            "scaled": self.scaled,
+            "scaled": list(self.scaled.values()),
         }
 
     def run(self):
