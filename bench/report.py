@@ -118,9 +118,13 @@ def analyse(meta, samples):
                 if peer != reference:
                     # Gain of the reference over the peer: time_peer / time_reference - 1, per round.
                     gains[peer] = stats.paired_gain(times[peer], times[reference])
-        pairs = min((len(t) for t in times.values() if t), default=0)
+        # Rounds measured, per allocator: one that crashed or hung after some rounds has fewer than
+        # the others, and says so beside its median, instead of lowering the row's count for all.
+        samples_of = {a: len(t) for a, t in times.items()}
+        pairs = samples_of.get(reference) or max(samples_of.values(), default=0)
         per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits, "scaled": scaled,
-                                       "working_sets": working_sets, "gains": gains, "measured_pairs": pairs})
+                                       "working_sets": working_sets, "gains": gains, "measured_pairs": pairs,
+                                       "samples": samples_of})
     return per_arch
 
 
@@ -205,7 +209,7 @@ def against_faster_peer(meta, per_arch, names):
             shown = f"{ratio:.2f}" if ratio <= target else f"**{ratio:.2f}**"
             peer = names[best] + scaled_mark(row, best)
             lines.append(f"| `{row['name']}` | {row['threads']} | {mine:.1f} | {peer} | "
-                         f"{timed[best]:.1f} | {shown} | {interval(row['gains'][best])} |")
+                         f"{timed[best]:.1f}{samples_mark(row, best)} | {shown} | {interval(row['gains'][best])} |")
         if not lines:
             continue
         out += ["", f"### {arch}: {me} / faster peer", "",
@@ -221,6 +225,12 @@ SCALED_MARK = "†"
 
 def scaled_mark(row, allocator):
     return SCALED_MARK if allocator in row.get("scaled", {}) else ""
+
+
+def samples_mark(row, allocator):
+    """' (n = k)' after a median of fewer samples than the row's rounds."""
+    k = row["samples"].get(allocator, 0)
+    return f" (n = {k})" if 0 < k < row["measured_pairs"] else ""
 
 
 def memory_cell(row, allocator):
@@ -269,7 +279,8 @@ def markdown(meta, per_arch):
         out.append("|---|---|---:|---:|" + "---:|" * (len(head) - 4))
         for row in rows:
             cells = [f"`{row['name']}`", row["category"], str(row["threads"]), str(row["measured_pairs"])]
-            cells += ["—" if row["medians"].get(a) is None else f"{row['medians'][a]:.1f}" + scaled_mark(row, a)
+            cells += ["—" if row["medians"].get(a) is None
+                      else f"{row['medians'][a]:.1f}" + scaled_mark(row, a) + samples_mark(row, a)
                       for a in allocators]
             cells += [interval(row["gains"][p]) if p in row["gains"] else "—" for p in peers]
             cells += [memory_cell(row, a) + scaled_mark(row, a) for a in allocators]
@@ -335,7 +346,7 @@ def write_summary(path, meta, per_arch):
                 for a in row["allocators"]:
                     g = row["gains"].get(a, {"gain": None, "low": None, "high": None})
                     m, c, w = row["medians"].get(a), row["commits"].get(a), row["working_sets"].get(a)
-                    writer.writerow([arch, row["name"], row["category"], row["threads"], a, row["measured_pairs"],
+                    writer.writerow([arch, row["name"], row["category"], row["threads"], a, row["samples"].get(a, 0),
                                      "" if m is None else f"{m:.3f}", "" if c is None else c,
                                      "" if w is None else w,
                                      *("" if g[k] is None else f"{g[k]:.3f}" for k in ("gain", "low", "high")),

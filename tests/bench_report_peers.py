@@ -4,7 +4,9 @@ results.csv written here, no Wine), the ratio of fm5's median to the faster of F
 mimalloc's, that peer's name, the paired gain over it, the target of the row's thread count (0.8
 on one thread, 0.9 on many) marked where it is missed, a peer without samples left out of its row,
 unscored workloads (debug, server) left out, and the count of workloads that meet the target. A run
-without the peers gets no such section."""
+without the peers gets no such section. A peer that stopped giving samples after some rounds keeps
+the row's count of rounds (the reference's) and shows its own beside its median, in both tables and
+in summary.csv."""
 import csv
 import json
 import os
@@ -27,6 +29,8 @@ RUN = {
     "missed_on_threads": ("mt-allocfree", 8, {"fm5": [95, 95, 95], "fastmm5": [100, 100, 100],
                                               "mimalloc": []}),
     "debug_only": ("debug", 1, {"fm5": [50, 50, 50], "fastmm5": [1, 1, 1], "mimalloc": [1, 1, 1]}),
+    # mimalloc crashed after its first round
+    "peer_cut_short": ("mt-allocfree", 8, {"fm5": [90, 90, 90], "fastmm5": [100, 100, 100], "mimalloc": [80]}),
 }
 
 
@@ -60,8 +64,20 @@ def main():
     out = make_run(["fm5", "fastmm5", "mimalloc"])
     try:
         text = report.generate(out)
+        with open(os.path.join(out, "summary.csv"), newline="") as f:
+            summary = {(r["workload"], r["allocator"]): r for r in csv.DictReader(f)}
     finally:
         shutil.rmtree(out)
+    main_row = next((line for line in text.splitlines() if line.startswith("| `peer_cut_short` | mt-allocfree")),
+                    None)
+    failures += check("the row keeps the reference's rounds and marks the peer's one sample",
+                      main_row is not None and main_row.startswith(
+                          "| `peer_cut_short` | mt-allocfree | 8 | 3 | 90.0 | 100.0 | 80.0 (n = 1) |"),
+                      repr(main_row))
+    failures += check("summary.csv counts each allocator's own samples",
+                      [summary[("peer_cut_short", a)]["pairs"] for a in ("fm5", "fastmm5", "mimalloc")]
+                      == ["3", "3", "1"],
+                      repr([summary.get(("peer_cut_short", a)) for a in ("fm5", "fastmm5", "mimalloc")]))
     section = text.split("## fm5 against the faster peer", 1)
     failures += check("the section is there", len(section) == 2, "no section in:\n" + text)
     section = section[-1].split("\n## ", 1)[0]
@@ -73,6 +89,8 @@ def main():
         "near_on_threads": "| `near_on_threads` | 8 | 85.0 | fastmm5 | 100.0 | 0.85 | +17.6 % [",
         # 0.95 misses it; mimalloc's empty samples leave it out
         "missed_on_threads": "| `missed_on_threads` | 8 | 95.0 | fastmm5 | 100.0 | **0.95** | +5.3 % [",
+        # the faster peer's one sample, marked
+        "peer_cut_short": "| `peer_cut_short` | 8 | 90.0 | mimalloc | 80.0 (n = 1) | **1.12** | -11.1 % [",
     }
     for workload, start in expected.items():
         line = row_of(section, workload)
@@ -80,7 +98,8 @@ def main():
                           f"expected a row starting {start!r}, got {line!r}")
     failures += check("unscored workloads left out", row_of(section, "debug_only") is None, section)
     failures += check("the summary counts the targets met and names the rows above 1.0",
-                      "At most the target on 2 of 4 workloads; above 1.0: `behind_mimalloc` 1.20 (mimalloc)."
+                      "At most the target on 2 of 5 workloads; above 1.0: `behind_mimalloc` 1.20 (mimalloc), "
+                      "`peer_cut_short` 1.12 (mimalloc)."
                       in section,
                       section)
     out = make_run(["fm5", "heap"])
