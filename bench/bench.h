@@ -47,6 +47,8 @@ double bench_now_ms(void);
  * restarted it (to leave set-up out) or stopped it itself (to leave tear-down out). */
 void bench_timer_restart(void);
 void bench_timer_stop(void);
+/* The process's page faults so far (under Wine the Linux kernel's count, bench_util.c); -1 if unknown. */
+long long bench_page_faults(void);
 
 /* max(1, round(base * factor)): an iteration count scaled by --scale and a workload's factor. */
 long bench_scaled(double base, double factor);

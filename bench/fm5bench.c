@@ -6,6 +6,7 @@
  *       prints exactly one line to stdout:
  *       RESULT workload=<name> allocator=<spec> ms=<ms, 3 decimals> ops=<allocator calls>
  *              peak_commit_kb=<PeakPagefileUsage / 1024> peak_ws_kb=<PeakWorkingSetSize / 1024>
+ *              page_faults=<the process's page faults in the timed interval, -1 if unknown>
  *       and exits 0; on failure prints "ERROR <message>" to stderr and exits non-zero.
  *
  * Allocator specs: see allocators.c. --scale multiplies the iteration counts (default 1.0). ops counts
@@ -19,6 +20,7 @@
 #include <string.h>
 
 extern double g_timer_start_ms, g_timer_stop_ms;
+extern long long g_faults_at_start, g_faults_at_stop;
 extern int g_timer_stopped;
 
 #define W(name, category, threads, fn, param, param2, listed) \
@@ -145,10 +147,13 @@ int main(int argc, char **argv)
     counters.cb = sizeof counters;
     if (!GetProcessMemoryInfo(GetCurrentProcess(), &counters, sizeof counters))
         bench_fatal("GetProcessMemoryInfo failed (%lu)", GetLastError());
-    printf("RESULT workload=%s allocator=%s ms=%.3f ops=%llu peak_commit_kb=%llu peak_ws_kb=%llu\n", name,
-           spec, g_timer_stop_ms - g_timer_start_ms, (unsigned long long)ops,
+    long long faults = g_faults_at_start >= 0 && g_faults_at_stop >= g_faults_at_start
+                           ? g_faults_at_stop - g_faults_at_start
+                           : -1;
+    printf("RESULT workload=%s allocator=%s ms=%.3f ops=%llu peak_commit_kb=%llu peak_ws_kb=%llu page_faults=%lld\n",
+           name, spec, g_timer_stop_ms - g_timer_start_ms, (unsigned long long)ops,
            (unsigned long long)(counters.PeakPagefileUsage / 1024),
-           (unsigned long long)(counters.PeakWorkingSetSize / 1024));
+           (unsigned long long)(counters.PeakWorkingSetSize / 1024), faults);
     fflush(stdout);
     /* Leave without unloading the allocator's DLL or running its detach code on blocks still
      * referenced by the CRT. */

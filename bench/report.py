@@ -63,6 +63,9 @@ def load(out_dir):
                 row[key] = int(row[key])
             # The scale the sample ran at (bench/run.py scales a slow peer down); empty: the run's.
             row["scale"] = float(row["scale"]) if row.get("scale") else None
+            # The page faults of the sample's timed interval; empty: not known (an older run, or a
+            # system that does not count them).
+            row["page_faults"] = int(row["page_faults"]) if row.get("page_faults") else None
             samples[(row["arch"], row["workload"])][row["allocator"]][row["round"]] = row
     return meta, samples
 
@@ -112,6 +115,9 @@ def analyse(meta, samples):
                    if by_alloc.get(a) else None for a in task["allocators"]}
         working_sets = {a: stats.median([row["peak_ws_kb"] for row in by_alloc[a].values()])
                         if by_alloc.get(a) else None for a in task["allocators"]}
+        counted = {a: [row["page_faults"] for row in by_alloc.get(a, {}).values() if row["page_faults"] is not None]
+                   for a in task["allocators"]}
+        faults = {a: stats.median(counted[a]) if counted[a] else None for a in task["allocators"]}
         gains = {}
         if reference in task["allocators"]:
             for peer in task["allocators"]:
@@ -123,8 +129,8 @@ def analyse(meta, samples):
         samples_of = {a: len(t) for a, t in times.items()}
         pairs = samples_of.get(reference) or max(samples_of.values(), default=0)
         per_arch[task["arch"]].append({**task, "medians": medians, "commits": commits, "scaled": scaled,
-                                       "working_sets": working_sets, "gains": gains, "measured_pairs": pairs,
-                                       "samples": samples_of})
+                                       "working_sets": working_sets, "faults": faults, "gains": gains,
+                                       "measured_pairs": pairs, "samples": samples_of})
     return per_arch
 
 
@@ -237,7 +243,8 @@ def memory_cell(row, allocator):
     ws, commit = row["working_sets"].get(allocator), row["commits"].get(allocator)
     if ws is None or commit is None:
         return "—"
-    return f"{ws / 1024:.1f} / {commit / 1024:.1f}"
+    faults = row["faults"].get(allocator)
+    return f"{ws / 1024:.1f} / {commit / 1024:.1f} / " + ("—" if faults is None else f"{faults:,.0f}")
 
 
 def markdown(meta, per_arch):
@@ -273,8 +280,10 @@ def markdown(meta, per_arch):
         else:
             head += [f"{names[reference]} vs {names[p]} [95 %]" for p in peers]
         # Memory beside speed: the process's peak working set and peak commit (MiB, medians), so that a
-        # gain bought with memory shows in the same row.
-        head += [f"{names[a]} peak WS / commit MiB" for a in allocators]
+        # gain bought with memory shows in the same row, and the page faults of the timed interval
+        # (median), which tell a row that is fresh pages (a first touch cost 11-12 us on the VMs of
+        # 2026-12-06) from one that is the allocator's work.
+        head += [f"{names[a]} peak WS / commit MiB / page faults" for a in allocators]
         out.append("| " + " | ".join(head) + " |")
         out.append("|---|---|---:|---:|" + "---:|" * (len(head) - 4))
         for row in rows:
@@ -289,7 +298,8 @@ def markdown(meta, per_arch):
         if scaled:
             out += ["", f"{SCALED_MARK} Scaled down (bench/run.py: its warm-up took far longer than "
                     f"{names[reference]}'s, or timed out): its time is its time per operation times the "
-                    "workload's operations at the run's scale, and its memory that of the smaller run: "
+                    "workload's operations at the run's scale, and its memory and page faults those of the smaller "
+                    "run: "
                     + ", ".join(scaled) + "."]
 
         categories, counts, table, left_out = score(rows, allocators)
@@ -340,7 +350,7 @@ def write_summary(path, meta, per_arch):
         writer = csv.writer(f)
         writer.writerow(["arch", "workload", "category", "threads", "allocator", "pairs", "median_ms",
                          "median_peak_commit_kb", "median_peak_ws_kb", "gain_of_reference_pct", "low_pct",
-                         "high_pct", "scaled_to"])
+                         "high_pct", "scaled_to", "median_page_faults"])
         for arch in meta["arches"]:
             for row in per_arch.get(arch, []):
                 for a in row["allocators"]:
@@ -350,7 +360,8 @@ def write_summary(path, meta, per_arch):
                                      "" if m is None else f"{m:.3f}", "" if c is None else c,
                                      "" if w is None else w,
                                      *("" if g[k] is None else f"{g[k]:.3f}" for k in ("gain", "low", "high")),
-                                     row["scaled"].get(a, "")])
+                                     row["scaled"].get(a, ""),
+                                     "" if row["faults"].get(a) is None else f"{row['faults'][a]:.0f}"])
 
 
 def chart(path, meta, per_arch):

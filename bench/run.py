@@ -36,7 +36,7 @@ DEFAULT_ALLOCATORS = "fm5,heap,msvcrt,ucrtbase"
 # Left out of the broad table unless named: they take minutes each.
 EXCLUDED_BY_DEFAULT = ("echo_server_500", "echo_server_1000")
 CSV_FIELDS = ["arch", "workload", "category", "allocator", "round", "ms", "ops", "peak_commit_kb",
-              "peak_ws_kb", "wall_s", "scale"]
+              "peak_ws_kb", "wall_s", "scale", "page_faults"]
 MIN_PAIRS = 3
 # A peer much slower than the reference on a workload runs it smaller rather than not at all, so that
 # the broad table keeps every allocator's row and fits its time (mimalloc's MinGW DLL takes 120 s and
@@ -182,11 +182,14 @@ class Bench:
         for line in out.splitlines():
             if line.startswith("RESULT "):
                 # The allocator spec may hold anything: read only the numeric fields.
-                fields = dict(re.findall(r"\b(ms|ops|peak_commit_kb|peak_ws_kb)=(\S+)", line))
+                fields = dict(re.findall(r"\b(ms|ops|peak_commit_kb|peak_ws_kb|page_faults)=(\S+)", line))
                 try:
+                    # page_faults: the timed interval's, -1 (or absent, from an older program) if unknown.
+                    faults = int(fields.get("page_faults", "-1"))
                     return {"ms": float(fields["ms"]), "ops": int(fields["ops"]),
                             "peak_commit_kb": int(fields["peak_commit_kb"]),
-                            "peak_ws_kb": int(fields["peak_ws_kb"]), "wall_s": wall}
+                            "peak_ws_kb": int(fields["peak_ws_kb"]), "wall_s": wall,
+                            "page_faults": faults if faults >= 0 else None}
                 except (KeyError, ValueError):
                     raise SampleError(f"malformed RESULT line: {line}")
         raise SampleError("no RESULT line on stdout")
@@ -483,7 +486,8 @@ class Runner:
                                    "allocator": allocator, "round": round_number, "ms": f"{result['ms']:.3f}",
                                    "ops": result["ops"], "peak_commit_kb": result["peak_commit_kb"],
                                    "peak_ws_kb": result["peak_ws_kb"], "wall_s": f"{result['wall_s']:.3f}",
-                                   "scale": "" if scale is None else repr(scale)})
+                                   "scale": "" if scale is None else repr(scale),
+                                   "page_faults": "" if result["page_faults"] is None else result["page_faults"]})
                 self.csv_file.flush()
         if round_number is None:
             self.scale_down_slow(task, times_ms)

@@ -18,6 +18,10 @@ pe_machine() { # file: prints the PE header's machine field in hex (8664 for x86
     [ -n "$offset" ] || return 0
     od -An -t x2 -j $((offset + 4)) -N 2 "$1" 2>/dev/null | tr -d ' '
 }
+# The Linux pid that the program keeps through the exec into Wine's loader: fm5bench reads its page
+# faults from /proc/<pid>/stat (bench/bench_util.c), since Wine resolves /proc/self in its server.
+FM5_WINE_UNIX_PID=$$
+export FM5_WINE_UNIX_PID
 if [ -x /usr/lib/wine/wine64 ] && [ -f "${1:-}" ] && [ "$(pe_machine "$1")" = 8664 ]; then
     WINELOADER=/usr/lib/wine/wine64
     export WINELOADER

@@ -6,7 +6,8 @@ on one thread, 0.9 on many) marked where it is missed, a peer without samples le
 unscored workloads (debug, server) left out, and the count of workloads that meet the target. A run
 without the peers gets no such section. A peer that stopped giving samples after some rounds keeps
 the row's count of rounds (the reference's) and shows its own beside its median, in both tables and
-in summary.csv."""
+in summary.csv. The memory cells and summary.csv carry the median page faults, a dash (empty) where
+they are not known."""
 import csv
 import json
 import os
@@ -46,11 +47,13 @@ def make_run(allocators):
     with open(os.path.join(out, "results.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["arch", "workload", "category", "allocator", "round", "ms", "ops", "peak_commit_kb",
-                         "peak_ws_kb", "wall_s"])
+                         "peak_ws_kb", "wall_s", "page_faults"])
         for name, (category, _, times) in RUN.items():
             for allocator in allocators:
                 for number, ms in enumerate(times.get(allocator, []), 1):
-                    writer.writerow(["win64", name, category, allocator, number, ms, 100, 1024, 2048, 0.1])
+                    # page faults: 1,000 x the round for fm5, unknown (empty) for the others
+                    faults = 1000 * number if allocator == "fm5" else ""
+                    writer.writerow(["win64", name, category, allocator, number, ms, 100, 1024, 2048, 0.1, faults])
     return out
 
 
@@ -74,6 +77,14 @@ def main():
                       main_row is not None and main_row.startswith(
                           "| `peer_cut_short` | mt-allocfree | 8 | 3 | 90.0 | 100.0 | 80.0 (n = 1) |"),
                       repr(main_row))
+    failures += check("the memory cells end in the median page faults, a dash where unknown",
+                      main_row is not None
+                      and main_row.endswith("| 2.0 / 1.0 / 2,000 | 2.0 / 1.0 / — | 2.0 / 1.0 / — |"),
+                      repr(main_row))
+    failures += check("summary.csv's median page faults",
+                      [summary[("peer_cut_short", a)].get("median_page_faults") for a in ("fm5", "fastmm5")]
+                      == ["2000", ""],
+                      repr([summary.get(("peer_cut_short", a)) for a in ("fm5", "fastmm5")]))
     failures += check("summary.csv counts each allocator's own samples",
                       [summary[("peer_cut_short", a)]["pairs"] for a in ("fm5", "fastmm5", "mimalloc")]
                       == ["3", "3", "1"],
