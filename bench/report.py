@@ -298,9 +298,8 @@ def markdown(meta, per_arch):
         if scaled:
             out += ["", f"{SCALED_MARK} Scaled down (bench/run.py: its warm-up took far longer than "
                     f"{names[reference]}'s, or timed out): its time is its time per operation times the "
-                    "workload's operations at the run's scale, and its memory and page faults those of the smaller "
-                    "run: "
-                    + ", ".join(scaled) + "."]
+                    "workload's operations at the run's scale, and its memory and page faults those of "
+                    "the smaller run: " + ", ".join(scaled) + "."]
 
         categories, counts, table, left_out = score(rows, allocators)
         out += ["", f"### {arch}: FastCode-style score (speed only)", "",
