@@ -141,13 +141,18 @@ for variant in "$@"; do
     fi
     failed=$(sed -E 's/^[0-9]+% tests passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
     count=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
-    # A test that failed without printing anything never ran (scripts/silent-failures.py says why):
-    # it runs once more, and counts as passed only if it passes then. Anything that printed a line
-    # (a failed check, an assertion, a crash) is not run again.
+    # A test that failed without printing anything never ran, and one that qemu-user ended ("qemu:
+    # uncaught target signal", only under emulation) was ended by Wine or the emulator, not by a
+    # check (scripts/silent-failures.py says why): it runs once more, and counts as passed only if
+    # it passes then. Anything else that printed a line (a failed check, an assertion, a crash that
+    # Wine reported) is not run again.
     if [ "$failed" != 0 ]; then
-        mapfile -t silent < <(python3 scripts/silent-failures.py "build/$variant/Testing/Temporary/LastTest.log")
+        emulated=()
+        [ "$emulating" = 1 ] && emulated=(--emulated)
+        mapfile -t silent < <(python3 scripts/silent-failures.py "${emulated[@]}" \
+                                  "build/$variant/Testing/Temporary/LastTest.log")
         if [ "${#silent[@]}" != 0 ]; then
-            echo "==== $variant: ${silent[*]} failed without any output: run once more"
+            echo "==== $variant: ${silent[*]} failed without any output or in the emulator: run once more"
             names=$(printf '%s|' "${silent[@]}")
             ctest --preset "$variant" -R "^(${names%|})\$" 2>&1 | tee "build/$variant/ctest-rerun.log"
             rerun_rc=${PIPESTATUS[0]}
@@ -159,7 +164,8 @@ for variant in "$@"; do
             done
             if [ "${#recovered[@]}" != 0 ]; then
                 failed=$((failed - ${#recovered[@]}))
-                line="$line; passed when run again after failing without output: ${recovered[*]}"
+                line="$line; passed when run again after failing without output or in the emulator:"
+                line="$line ${recovered[*]}"
                 [ "$failed" = 0 ] && [ "$rerun_rc" = 0 ] && rc=0
             fi
         fi

@@ -101,4 +101,9 @@ if(NOT FM5_SANITIZE MATCHES "thread")
     add_test(NAME bench_report_peers
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_report_peers.py)
     set_tests_properties(bench_report_peers PROPERTIES TIMEOUT 120)
+    # scripts/silent-failures.py, which picks the failed tests that scripts/run-tests.sh runs once
+    # more (tests/silent_failures.py, from a made-up CTest log).
+    add_test(NAME silent_failures
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/silent_failures.py)
+    set_tests_properties(silent_failures PROPERTIES TIMEOUT 60)
 endif()
