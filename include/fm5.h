@@ -77,10 +77,14 @@ FM5_API size_t FM5_CALL FastMM_BlockCurrentUserBytes(void *p);
 FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
 
 /* A medium span (1.5-4 MB by the strategy) whose last block is freed stays mapped, as free medium
- * space, while the empty spans kept by all medium arenas together hold at most this many bytes, so
- * that a program whose medium blocks all go and come back does not pay the OS a mapping and a page
- * fault per page each time. FastMM_OptimizeForLowMemoryUsage keeps none; FastMM_ProcessAllPendingFrees
- * returns them, and so does an allocation that the OS or the usage limit would refuse. */
+ * space, so that a program whose medium blocks (small blocks live in them) all go and come back does
+ * not pay the OS a mapping and a page fault per page each time. Up to this many bytes of such spans
+ * stay until FastMM_ProcessAllPendingFrees; beyond it, a span unused for a second goes back at its
+ * arena's next medium allocation or free. Kept spans never take the medium space past the most it has
+ * been since start-up (or the last FastMM_ProcessAllPendingFrees): an arena that would grow past it
+ * returns the other arenas' kept spans first. FastMM_OptimizeForLowMemoryUsage keeps none;
+ * FastMM_ProcessAllPendingFrees returns them all, and so does an allocation that the OS or the usage
+ * limit would refuse. */
 enum { FastMM_KeptMediumSpanBytes = 16 << 20 };
 
 /* ------------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@
  *   UsagePerSizeClass  churn in each size class from 500 to 500,000 bytes leaves nothing allocated,
  *                      the address space used at the peak stays within twice what is allocated, the
  *                      overhead does not ratchet up from phase to phase, and committed memory returns
- *                      to near its starting value.
+ *                      to near its starting value once the empty medium spans that fm5 keeps for
+ *                      a second (fm5.h) have gone back at the next medium call after it.
  *   DoubleFree (#73)   with the owning arena held by a walking thread, the first free of a block is
  *                      queued, the second fails with -1 and leaves the queue link untouched (no self
  *                      cycle); after draining, the allocator works and the block is handed out once.
@@ -189,6 +190,10 @@ static void usage_per_size_class(void)
             FastMM_FreeMem(p);
         }
 
+        /* A second later, the next medium call that reaches an arena (a size the thread's cache of
+         * medium blocks cannot serve) gives back the empty spans kept beyond fm5.h's bound. */
+        tu_sleep_ms(1100);
+        FastMM_FreeMem(FastMM_GetMem(123456 + 4096 * ph));
         usage after = measure();
         tu_info("after: allocated %zu, overhead %.1f MB, committed %.1f MB", after.allocated, after.overhead / MB,
                 after.committed / MB);

@@ -13,10 +13,10 @@
  *     content, the checked build's asserts hold, and everything frees at the end;
  *   - and a refusal by the real OS, not injected: a request larger than the user address space
  *     (VirtualAlloc or mmap must refuse it) fails the same way;
- *   - the empty medium spans kept mapped (medium_blocks.h) stay within their bound, serve medium
- *     allocations while the OS refuses every mapping, give way to a large request the OS refuses and
- *     to one the usage limit would refuse, and go back on FastMM_ProcessAllPendingFrees; the
- *     low-memory strategy keeps none.
+ *   - the empty medium spans kept mapped (medium_blocks.h) are every span a free left empty, counted
+ *     in the usage, serve medium allocations while the OS refuses every mapping, go back once a second
+ *     old down to fm5.h's bound, give way to a large request the OS refuses and to one the usage limit
+ *     would refuse, and go back on FastMM_ProcessAllPendingFrees; the low-memory strategy keeps none.
  * The large-block cache is off here (FastMM_SetLargeBlockCacheLimit(0)): every large allocation and
  * free must reach the OS for its refusals to be tested; test_large_block_cache covers the cache.
  * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
@@ -133,6 +133,7 @@ static void refused_mapping(void)
 /* Medium blocks of 60,000 bytes over many spans, all freed: the spans left empty that are kept. */
 #define KEPT_BLOCKS 600
 #define KEPT_BLOCK_SIZE 60000
+#define PROBE_BLOCK_SIZE 123456
 static void *kept_blocks[KEPT_BLOCKS];
 
 static size_t fill_and_free_medium_spans(void)
@@ -154,7 +155,10 @@ static void kept_medium_spans(void)
     size_t usage = FastMM_GetCurrentMemoryUsage();
     tu_info("%.1f MB of empty medium spans kept, usage %.1f MB above the start", kept / 1048576.0,
             (double)(usage - base) / 1048576.0);
-    CHECK(kept >= FM5_MEDIUM_KEPT_SPAN_BYTES / 2 && kept <= FM5_MEDIUM_KEPT_SPAN_BYTES);
+    /* Every span left empty: all the blocks' bytes but the feed span's and a partly used one's. */
+    CHECK_MSG(kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE >= (size_t)KEPT_BLOCKS * KEPT_BLOCK_SIZE &&
+                  kept > FM5_MEDIUM_KEPT_SPAN_BYTES,
+              "%.1f MB kept of %.1f MB freed", kept / 1048576.0, KEPT_BLOCKS * KEPT_BLOCK_SIZE / 1048576.0);
     /* Counted, and nothing else stays: the feed span aside. */
     CHECK(usage >= base + kept && usage <= base + kept + FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
 
@@ -170,6 +174,24 @@ static void kept_medium_spans(void)
     for (unsigned i = 0; i < want; i++)
         if (kept_blocks[i])
             CHECK_EQ_INT(FastMM_FreeMem(kept_blocks[i]), 0);
+
+    /* A second later, the next medium call that reaches the arena (a size the thread's cache of
+     * medium blocks cannot serve) returns the spans kept beyond the bound, not those within it, and
+     * nothing earlier. */
+    kept = fill_and_free_medium_spans();
+    void *probe = FastMM_GetMem(PROBE_BLOCK_SIZE);
+    CHECK(probe != NULL);
+    FastMM_FreeMem(probe);
+    CHECK_MSG(fm5_medium_kept_span_bytes() + FM5_MAXIMUM_MEDIUM_SPAN_SIZE >= kept, "%.1f MB kept at once of %.1f MB",
+              fm5_medium_kept_span_bytes() / 1048576.0, kept / 1048576.0);
+    tu_sleep_ms(FM5_MEDIUM_KEPT_SPAN_AGE_MS + 100);
+    probe = FastMM_GetMem(PROBE_BLOCK_SIZE + 4096);
+    CHECK(probe != NULL);
+    FastMM_FreeMem(probe);
+    kept = fm5_medium_kept_span_bytes();
+    CHECK_MSG(kept <= FM5_MEDIUM_KEPT_SPAN_BYTES && kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE > FM5_MEDIUM_KEPT_SPAN_BYTES,
+              "%.1f MB kept a second later", kept / 1048576.0);
+    CHECK(FastMM_GetCurrentMemoryUsage() <= base + kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
 
     /* A large request the OS refuses once: the kept spans go back, and the second try succeeds. */
     CHECK(fm5_medium_kept_span_bytes() > 0);

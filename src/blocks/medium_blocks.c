@@ -75,12 +75,17 @@ FM5_INLINE char *span_end(const fm5_medium_span *span)
 }
 
 /* ---- kept empty spans (medium_blocks.h) --------------------------------------------------------
- * An empty span stays mapped as one free block in its manager's last bin while the empty spans of all
- * medium managers together hold at most FM5_MEDIUM_KEPT_SPAN_BYTES; kept_span_bytes is their sum. It
- * changes as such a block enters or leaves a bin, under that manager's lock, by atomic adds (the
- * managers' locks are not one lock; so managers that empty a span at the same moment may each pass
- * the bound's test, and exceed it by a span each). */
+ * An empty span stays mapped as one free block in its manager's last bin; kept_span_bytes is the sum
+ * of those spans over all medium managers. It changes as such a block enters or leaves a bin, under
+ * that manager's lock, by atomic adds (the managers' locks are not one lock, so a manager may see
+ * another's change late: the age rule then keeps or returns a span more than it would). mapped_span_bytes
+ * counts the medium spans mapped (changed under the mapping or releasing manager's lock, by atomic adds)
+ * and peak_span_bytes its most since it was last reset; two managers mapping at once may store their
+ * peaks out of order and leave it a span low, which only makes the peak rule return kept spans a span
+ * earlier. */
 static size_t kept_span_bytes;
+static size_t mapped_span_bytes;
+static size_t peak_span_bytes;
 
 /* The span's bytes when the free block `block` of `size` bytes is all of its span's blocks, else 0. */
 FM5_INLINE size_t whole_span_bytes(const fm5_medium_free_links *block, size_t size)
@@ -93,8 +98,11 @@ FM5_INLINE size_t whole_span_bytes(const fm5_medium_free_links *block, size_t si
 static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
 {
     size_t whole = whole_span_bytes(block, size);
-    if (whole)
+    if (whole) {
         __atomic_add_fetch(&kept_span_bytes, whole, __ATOMIC_RELAXED);
+        fm5_medium_span_of(block)->emptied_ms = fm5_os_tick_ms();
+        manager->kept_spans++;
+    }
     unsigned bin = bin_for_free_block(size);
     FM5_ASSERT(manager->gate.locked && size >= bin_size(bin));
     fm5_medium_free_links *slot = (fm5_medium_free_links *)&manager->bins[bin];
@@ -111,8 +119,10 @@ static void bin_insert(fm5_medium_manager *manager, fm5_medium_free_links *block
 static void bin_remove(fm5_medium_manager *manager, fm5_medium_free_links *block, size_t size)
 {
     size_t whole = whole_span_bytes(block, size);
-    if (whole)
+    if (whole) {
         __atomic_sub_fetch(&kept_span_bytes, whole, __ATOMIC_RELAXED);
+        manager->kept_spans--;
+    }
     block->prev->next = block->next;
     if (block->next)
         block->next->prev = block->prev;
@@ -223,6 +233,7 @@ static void release_span(fm5_medium_manager *manager, fm5_medium_span *span)
     size_t size = span->span_size;
     fm5_address_map_remove(span, size);
     fm5_memory_unmap(span, size, 1);
+    __atomic_sub_fetch(&mapped_span_bytes, size, __ATOMIC_RELAXED);
 }
 
 /* What is left of the feed span becomes an ordinary free block. The block just above the feed point is
@@ -256,6 +267,9 @@ static int add_feed_span(fm5_medium_manager *manager)
         fm5_memory_unmap(span, size, 1);
         return 0;
     }
+    size_t mapped = __atomic_add_fetch(&mapped_span_bytes, size, __ATOMIC_RELAXED);
+    if (mapped > __atomic_load_n(&peak_span_bytes, __ATOMIC_RELAXED))
+        __atomic_store_n(&peak_span_bytes, mapped, __ATOMIC_RELAXED);
     retire_feed_span(manager);
     span->manager = manager;
     span->span_size = (uint32_t)size;
@@ -331,6 +345,7 @@ static void *take_from_bins(fm5_medium_manager *manager, size_t size, unsigned f
 }
 
 FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user);
+static void release_aged_kept_spans(fm5_medium_manager *manager);
 
 /* The arena skeleton's release step, for a block freed under the lock and a queued one alike: both
  * carry the pending mark (fm5_arena_free claims with it), which stays until the release writes the
@@ -368,6 +383,8 @@ typedef struct medium_request {
 FM5_INLINE void *take_locked(fm5_medium_manager *manager, medium_request *request)
 {
     fm5_arena_drain(&manager->gate, release_queued, manager);
+    if (FM5_UNLIKELY(manager->kept_spans))
+        release_aged_kept_spans(manager);
     void *user = take_from_bins(manager, request->size, request->bin);
     return user ? user : take_from_feed(manager, request->size, &request->zeroed);
 }
@@ -389,14 +406,17 @@ static void *first_pass(void *arena, void *context, int *final)
 static int release_kept_spans(const fm5_medium_manager *skip, int wait);
 
 /* Under the lock: a new feed span. What other managers keep gives way before the usage limit is
- * reached (which would report an event and use up its one grace) and after a refusal by the OS; this
+ * reached (which would report an event and use up its one grace), before the medium spans would pass
+ * their peak (medium_blocks.h), and after a refusal by the OS; this
  * manager keeps none (a kept span would have served the request). The other managers' locks are only
  * tried, so the lock order (docs/design.md) does not change. */
 static int feed_new_span(fm5_medium_manager *manager)
 {
     size_t limit = fm5_memory_limit();
-    if (FM5_UNLIKELY(limit != 0) && __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) &&
-        fm5_memory_usage() + fm5_medium_span_size() > limit)
+    size_t size = fm5_medium_span_size();
+    if (__atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) &&
+        ((FM5_UNLIKELY(limit != 0) && fm5_memory_usage() + size > limit) ||
+         __atomic_load_n(&mapped_span_bytes, __ATOMIC_RELAXED) + size > __atomic_load_n(&peak_span_bytes, __ATOMIC_RELAXED)))
         release_kept_spans(manager, 0);
     if (add_feed_span(manager))
         return 1;
@@ -447,26 +467,40 @@ void *fm5_medium_get_mem(size_t user_size)
 /* ---- freeing ---------------------------------------------------------------------------------- */
 
 /* Whether a span about to be left empty stays (as a free block, kept_span_bytes above). */
-static int keep_empty_span(const fm5_medium_span *span)
+static int keep_empty_span(void)
 {
-    return fm5_optimization_strategy != FastMM_OptimizeForLowMemoryUsage &&
-           __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) + span->span_size <= FM5_MEDIUM_KEPT_SPAN_BYTES;
+    return fm5_optimization_strategy != FastMM_OptimizeForLowMemoryUsage;
 }
 
-/* Under the lock: releases the empty spans `manager` keeps. Only the last bin holds whole spans,
- * which are larger than any block a bin is for. */
-static void release_kept_spans_locked(fm5_medium_manager *manager)
+/* Under the lock: releases the empty spans `manager` keeps, all of them, or (`age` > 0) those kept
+ * for at least `age` ms at `now` while all managers keep more than FM5_MEDIUM_KEPT_SPAN_BYTES. Only
+ * the last bin holds whole spans, which are larger than any block a bin is for. */
+static void release_kept_spans_locked(fm5_medium_manager *manager, uint32_t now, uint32_t age)
 {
     fm5_medium_free_links *block = manager->bins[FM5_MEDIUM_BIN_COUNT - 1];
-    while (block) {
+    while (block && manager->kept_spans &&
+           (age == 0 || __atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) > FM5_MEDIUM_KEPT_SPAN_BYTES)) {
         fm5_medium_free_links *next = block->next;
         size_t size = fm5_medium_block_size(block);
-        if (whole_span_bytes(block, size)) {
+        fm5_medium_span *span = fm5_medium_span_of(block);
+        if (whole_span_bytes(block, size) && (age == 0 || now - span->emptied_ms >= age)) {
             bin_remove(manager, block, size);
-            release_span(manager, fm5_medium_span_of(block));
+            release_span(manager, span);
         }
         block = next;
     }
+}
+
+/* Under the lock, with spans kept: the age rule (medium_blocks.h). */
+static void release_aged_kept_spans(fm5_medium_manager *manager)
+{
+    if (__atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) <= FM5_MEDIUM_KEPT_SPAN_BYTES)
+        return;
+    uint32_t now = fm5_os_tick_ms();
+    if (now - manager->kept_swept_ms < FM5_MEDIUM_KEPT_SPAN_AGE_MS / 2)
+        return;
+    manager->kept_swept_ms = now;
+    release_kept_spans_locked(manager, now, FM5_MEDIUM_KEPT_SPAN_AGE_MS);
 }
 
 /* The kept spans of every manager but `skip` (NULL for none); a busy manager is passed over unless
@@ -483,7 +517,7 @@ static int release_kept_spans(const fm5_medium_manager *skip, int wait)
             complete = 0;
             continue;
         }
-        release_kept_spans_locked(manager);
+        release_kept_spans_locked(manager, 0, 0);
         fm5_arena_unlock(&manager->gate, release_queued, manager);
     }
     return complete;
@@ -491,7 +525,10 @@ static int release_kept_spans(const fm5_medium_manager *skip, int wait)
 
 int fm5_medium_release_kept_spans(int wait)
 {
-    return release_kept_spans(NULL, wait);
+    int complete = release_kept_spans(NULL, wait);
+    if (complete)
+        __atomic_store_n(&peak_span_bytes, __atomic_load_n(&mapped_span_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    return complete;
 }
 
 size_t fm5_medium_kept_span_bytes(void)
@@ -544,7 +581,7 @@ FM5_INLINE int merge_and_release(fm5_medium_manager *manager, char *user)
         }
         return 0;
     }
-    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span(span)) {
+    if (user == span_area_start(span) && user + size == span_end(span) && !keep_empty_span()) {
         release_span(manager, span);
         return 1;
     }
@@ -571,6 +608,8 @@ FM5_INLINE void free_locked(fm5_medium_manager *manager, char *user)
 {
     if (!(fm5_status_load(user) & FM5_STATUS_HAS_DEBUG_INFO)) {
         merge_and_release(manager, user);
+        if (FM5_UNLIKELY(manager->kept_spans))
+            release_aged_kept_spans(manager);
         return;
     }
     /* While debug mode is on, a freed debug block keeps its debug information so that it can be
@@ -926,6 +965,10 @@ void fm5_medium_check_manager(const fm5_medium_manager *manager)
             previous = block;
         }
     }
+    uint32_t kept = 0;
+    for (const fm5_medium_free_links *block = manager->bins[FM5_MEDIUM_BIN_COUNT - 1]; block; block = block->next)
+        kept += whole_span_bytes(block, fm5_medium_block_size(block)) != 0;
+    FM5_ASSERT(kept == manager->kept_spans);
     for (const fm5_ring *node = manager->spans.next; node != &manager->spans; node = node->next) {
         FM5_ASSERT(node->next->prev == node);
         check_span(manager, FM5_CONTAINER_OF(node, fm5_medium_span, ring));

@@ -32,7 +32,8 @@ typedef struct fm5_medium_span {
     struct fm5_medium_manager *manager;
     uint32_t span_size;
     uint32_t first_block_offset;
-    uint8_t reserved[64 - 3 * FM5_POINTER_SIZE - 8];
+    uint32_t emptied_ms;                 /* fm5_os_tick_ms when it was last left empty and kept */
+    uint8_t reserved[64 - 3 * FM5_POINTER_SIZE - 12];
 } fm5_medium_span;
 
 /* One medium arena. Its gate's lock guards everything here and every block of its spans, feeding
@@ -44,6 +45,7 @@ typedef struct fm5_medium_span {
  * - walking a span from its first block by block sizes reaches its end exactly, every step a block
  *   start; no two free blocks without debug information are neighbours (they would have merged),
  *   except while debug mode keeps freed blocks apart and until its end merges them;
+ * - kept_spans is the number of blocks in the last bin that are all of their span;
  * - a binned block carries debug information only while debug mode is on, or from then until
  *   fm5_medium_recycle_freed_debug_blocks has been through the arena;
  * - the feed span's unfed space is [feed_start, feed_end), feed_start its first block; the block at
@@ -59,6 +61,8 @@ typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_medium_manager {
     char *feed_end;                      /* lowest carved block of the feed span; blocks are cut below it */
     char *fresh_floor;                   /* the lowest byte of the feed span written since it was mapped */
     uint32_t group_bitmap;
+    uint32_t kept_spans;                 /* empty spans kept in the last bin */
+    uint32_t kept_swept_ms;              /* fm5_os_tick_ms when they were last looked at for age */
     uint32_t bin_bitmaps[FM5_MEDIUM_BIN_GROUP_COUNT];
     fm5_medium_free_links *bins[FM5_MEDIUM_BIN_COUNT];
 } fm5_medium_manager;
@@ -141,17 +145,30 @@ int fm5_medium_process_pending_frees(int wait);
 
 /* ---- kept empty spans ---------------------------------------------------------------------------
  * A span whose last block is freed is not unmapped at once: a program whose medium blocks all go and
- * come back (each pass of FastCode's raw performance test ends so) would pay the OS a mapping and a
- * page fault for every page it touches again; measured, that was half of raw_perf_1's time at scale
- * 0.1. So the span stays, one free block in its manager's last bin, served as any free block is, while
- * the empty spans kept by all medium managers together hold at most FM5_MEDIUM_KEPT_SPAN_BYTES (five
- * spans of the default size; fm5.h's FastMM_KeptMediumSpanBytes). They count in the memory usage, as
- * free medium space. The low-memory strategy keeps none; FastMM_ProcessAllPendingFrees returns them
- * to the OS, and so does a manager that needs a new span that the OS or the usage limit refuses,
- * before it tries again. */
+ * come back (each pass of FastCode's raw performance test ends so, and every round of the downsize and
+ * upsize tests, whose small blocks live in medium blocks) would pay the OS a mapping and a page fault
+ * for every page it touches again; measured, that was half of raw_perf_1's time at scale 0.1, and half
+ * of tiny_downsize's and verysmall_downsize's at scale 0.5 (a 16 MB bound against 128 MB, Win64,
+ * 2026-12-06). So the span stays, one free block in its manager's last bin, served as any free block
+ * is. Every span left empty is kept (the low-memory strategy keeps none), bounded two ways:
+ * - by age: while the kept spans of all medium managers together hold more than
+ *   FM5_MEDIUM_KEPT_SPAN_BYTES (fm5.h's FastMM_KeptMediumSpanBytes), one kept for
+ *   FM5_MEDIUM_KEPT_SPAN_AGE_MS goes back to the OS at its manager's next allocation or free (looked
+ *   for at most every half of that), as the large-block cache's regions do; a program whose medium
+ *   blocks come back within a second of going finds their spans, and one that stays smaller gives them
+ *   back after a second of its own calls;
+ * - by the peak: a manager that needs a new span first returns what the others keep if the new span
+ *   would take the medium spans mapped past the most they have been since start-up or the last
+ *   FastMM_ProcessAllPendingFrees, so that kept spans never make a program's medium space larger than
+ *   it has been (a kept span is always part of that space, so it needs no bound in bytes).
+ * They count in the memory usage, as free medium space. FastMM_ProcessAllPendingFrees returns them to
+ * the OS, and so does a manager that needs a new span that the OS or the usage limit refuses, before
+ * it tries again. */
 #define FM5_MEDIUM_KEPT_SPAN_BYTES ((size_t)16 << 20)
+#define FM5_MEDIUM_KEPT_SPAN_AGE_MS 1000u
 /* Returns the kept spans to the OS: those of every manager when `wait` (for its lock), else of those
- * that can be locked now; 0 if some were passed over. */
+ * that can be locked now; 0 if some were passed over. When none was, the peak that bounds them starts
+ * again from the spans mapped now. */
 int fm5_medium_release_kept_spans(int wait);
 /* Bytes of the spans kept (a hint, read without the locks). */
 size_t fm5_medium_kept_span_bytes(void);
