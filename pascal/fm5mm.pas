@@ -155,7 +155,8 @@ function FastMM_BlockCurrentUserBytes(P: Pointer): NativeUInt; cdecl;
 function FastMM_ProcessAllPendingFrees: Integer; cdecl;
   external FM5_DLL name 'FastMM_ProcessAllPendingFrees';
 const
-  { Empty medium spans kept mapped, all arenas together (fm5.h) }
+  { Empty medium spans kept until FastMM_ProcessAllPendingFrees, all arenas together; more are kept
+    for a second (fm5.h) }
   FastMM_KeptMediumSpanBytes = 16 shl 20;
 
 { Heap status, usage summary, block walking }
