@@ -189,7 +189,8 @@ static void kept_medium_spans(void)
     CHECK(probe != NULL);
     FastMM_FreeMem(probe);
     kept = fm5_medium_kept_span_bytes();
-    CHECK_MSG(kept <= FM5_MEDIUM_KEPT_SPAN_BYTES && kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE > FM5_MEDIUM_KEPT_SPAN_BYTES,
+    CHECK_MSG(kept <= FM5_MEDIUM_KEPT_SPAN_BYTES &&
+                  kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE > FM5_MEDIUM_KEPT_SPAN_BYTES,
               "%.1f MB kept a second later", kept / 1048576.0);
     CHECK(FastMM_GetCurrentMemoryUsage() <= base + kept + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE);
 

@@ -78,11 +78,11 @@ FM5_INLINE char *span_end(const fm5_medium_span *span)
  * An empty span stays mapped as one free block in its manager's last bin; kept_span_bytes is the sum
  * of those spans over all medium managers. It changes as such a block enters or leaves a bin, under
  * that manager's lock, by atomic adds (the managers' locks are not one lock, so a manager may see
- * another's change late: the age rule then keeps or returns a span more than it would). mapped_span_bytes
- * counts the medium spans mapped (changed under the mapping or releasing manager's lock, by atomic adds)
- * and peak_span_bytes its most since it was last reset; two managers mapping at once may store their
- * peaks out of order and leave it a span low, which only makes the peak rule return kept spans a span
- * earlier. */
+ * another's change late: the age rule then keeps or returns a span more than it would).
+ * mapped_span_bytes counts the medium spans mapped (changed under the mapping or releasing manager's
+ * lock, by atomic adds) and peak_span_bytes its most since it was last reset; two managers mapping at
+ * once may store their peaks out of order and leave it a span low, which only makes the peak rule
+ * return kept spans a span earlier. */
 static size_t kept_span_bytes;
 static size_t mapped_span_bytes;
 static size_t peak_span_bytes;
@@ -414,9 +414,10 @@ static int feed_new_span(fm5_medium_manager *manager)
 {
     size_t limit = fm5_memory_limit();
     size_t size = fm5_medium_span_size();
+    size_t mapped = __atomic_load_n(&mapped_span_bytes, __ATOMIC_RELAXED);
     if (__atomic_load_n(&kept_span_bytes, __ATOMIC_RELAXED) &&
         ((FM5_UNLIKELY(limit != 0) && fm5_memory_usage() + size > limit) ||
-         __atomic_load_n(&mapped_span_bytes, __ATOMIC_RELAXED) + size > __atomic_load_n(&peak_span_bytes, __ATOMIC_RELAXED)))
+         mapped + size > __atomic_load_n(&peak_span_bytes, __ATOMIC_RELAXED)))
         release_kept_spans(manager, 0);
     if (add_feed_span(manager))
         return 1;
