@@ -80,9 +80,9 @@ FM5_API int FM5_CALL FastMM_ProcessAllPendingFrees(void);
  * space, so that a program whose medium blocks (small blocks live in them) all go and come back does
  * not pay the OS a mapping and a page fault per page each time. Up to this many bytes of such spans
  * stay until FastMM_ProcessAllPendingFrees; beyond it, a span unused for a second goes back at its
- * arena's next medium allocation or free. Kept spans never take the medium space past the most it has
- * been since start-up (or the last FastMM_ProcessAllPendingFrees): an arena that would grow past it
- * returns the other arenas' kept spans first. FastMM_OptimizeForLowMemoryUsage keeps none;
+ * arena's next medium allocation or free. An arena that would take the medium space past the most it
+ * has been since start-up (or the last FastMM_ProcessAllPendingFrees) first returns the kept spans of
+ * the other arenas that are not busy at that moment. FastMM_OptimizeForLowMemoryUsage keeps none;
  * FastMM_ProcessAllPendingFrees returns them all, and so does an allocation that the OS or the usage
  * limit would refuse. */
 enum { FastMM_KeptMediumSpanBytes = 16 << 20 };

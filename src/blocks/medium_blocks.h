@@ -157,10 +157,11 @@ int fm5_medium_process_pending_frees(int wait);
  *   for at most every half of that), as the large-block cache's regions do; a program whose medium
  *   blocks come back within a second of going finds their spans, and one that stays smaller gives them
  *   back after a second of its own calls;
- * - by the peak: a manager that needs a new span first returns what the others keep if the new span
- *   would take the medium spans mapped past the most they have been since start-up or the last
- *   FastMM_ProcessAllPendingFrees, so that kept spans never make a program's medium space larger than
- *   it has been (a kept span is always part of that space, so it needs no bound in bytes).
+ * - by the peak: a manager that needs a new span first returns what the others keep (those whose
+ *   lock it gets at once) if the new span would take the medium spans mapped past the most they have
+ *   been since start-up or the last FastMM_ProcessAllPendingFrees, so that kept spans do not make a
+ *   program's medium space larger than it has been while another manager could give way (a kept span
+ *   is always part of that space, so it needs no bound in bytes).
  * They count in the memory usage, as free medium space. FastMM_ProcessAllPendingFrees returns them to
  * the OS, and so does a manager that needs a new span that the OS or the usage limit refuses, before
  * it tries again. */
