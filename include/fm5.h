@@ -227,9 +227,10 @@ FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
 
 /* Thread caches (beyond FastMM5; on by default, FM5_THREAD_CACHES=0 turns them off when fm5 loads).
  * Each thread keeps a few free small blocks of every size class it uses (every small class; a bin
- * starts at 8 KB, at least 16 and at most 64 blocks, and a bin that gave blocks back and then ran empty
- * doubles, up to 128 KB or 2,048 blocks, by at most 256 KB a thread in all; 1 MB a thread at most), so
- * that most small GetMem and FreeMem calls take no lock and touch no line that another thread writes.
+ * starts at 8 KB, at least 16 and at most 128 blocks (64 on Win32), and a bin that gave blocks back
+ * and then ran empty doubles, up to 128 KB or 2,048 blocks, by at most 256 KB a thread in all; 1 MB a
+ * thread at most), so that most small GetMem and FreeMem calls take no lock and touch no line that
+ * another thread writes.
  * An empty class takes half its limit from the arenas in one go, a full one gives back its older half;
  * a block freed by another thread goes into the freeing thread's cache; a block of a nearly empty span
  * (fewer than an eighth of its blocks in use) goes back to its arena instead, so that spans are still

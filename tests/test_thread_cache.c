@@ -10,8 +10,8 @@
  *     allocated bytes leave it out; the next allocation of its class returns the newest cached block;
  *   - the bounds: after 6,000 frees of 12 classes in one thread, the thread holds no more than the
  *     bins' start limits allow; bursts of 1,000 blocks allocated then freed grow their bin until the
- *     cache holds at least half a burst (a start bin holds 64 blocks), within 128 KB, and the next
- *     burst takes them back; bursts in 10 classes leave the thread within its 1 MB;
+ *     cache holds at least half a burst (a start bin holds at most 128 blocks), within 128 KB, and the
+ *     next burst takes them back; bursts in 10 classes leave the thread within its 1 MB;
  *   - a thread's exit gives its cache back, even a full one: the cache count and the bytes fall back,
  *     and the used blocks and allocated bytes are at the baseline;
  *   - 2, 8, 32 and 64 threads hand blocks to each other (every block freed by another thread than the
@@ -214,7 +214,7 @@ static void bounds(void)
     CHECK_MSG(bytes <= start_bound, "%zu cached bytes", bytes);
 
     /* Bursts larger than a bin grow it until one holds the burst: 1,000 blocks of 32 bytes (a bin of
-     * the class starts at 64 blocks, 3 KB), with keepers so that the spans stay well used. */
+     * the class starts at 128 blocks, 6 KB, on Win64), with keepers so that the spans stay well used. */
     CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
     enum { KEEPERS = 2000, BURST = 1000, BURST_SIZE = 32 };
     static void *keepers[KEEPERS];
