@@ -69,7 +69,7 @@
  * a consumer) takes a lock per half-limit blocks: 128 against 64 made xmalloc (64-byte blocks) 6 %
  * faster on Win64 (31 pairs, +6.4 % [+3.7, +10.7], 2026-12-06; larson, raw_perf_1 and the small
  * single-threaded rows unchanged) and adds 16 KB to the bins' start limits. Win32 keeps 64: its
- * 8-byte classes would add 32 KB, and with the growth below the start limits would pass
+ * 8-byte classes would add 32 KB, and its start limits plus the growth below would then pass
  * FM5_THREAD_CACHE_BYTES (unmeasured there: no Win32 program runs on the machines of that session). */
 #ifdef FM5_32BIT
 #define FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS 64u
