@@ -214,7 +214,8 @@ static void bounds(void)
     CHECK_MSG(bytes <= start_bound, "%zu cached bytes", bytes);
 
     /* Bursts larger than a bin grow it until one holds the burst: 1,000 blocks of 32 bytes (a bin of
-     * the class starts at 128 blocks, 6 KB, on Win64), with keepers so that the spans stay well used. */
+     * the class starts at 128 blocks, 6 KB, in 64-bit builds), with keepers so that the spans stay
+     * well used. */
     CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
     enum { KEEPERS = 2000, BURST = 1000, BURST_SIZE = 32 };
     static void *keepers[KEEPERS];
