@@ -9,7 +9,8 @@
  *     event, ReallocMem and the size query fail, the walk calls it free, the leak report and the
  *     allocated bytes leave it out; the next allocation of its class returns the newest cached block;
  *   - the bounds: after 6,000 frees of 12 classes in one thread, the thread holds no more than the
- *     bins' start limits allow; bursts of 1,000 blocks allocated then freed grow their bin until the
+ *     bins' start limits allow; the smallest class's bin holds at most 128 blocks in 64-bit builds and
+ *     64 in 32-bit ones, and more than half that after 300 frees; bursts of 1,000 blocks allocated then freed grow their bin until the
  *     cache holds at least half a burst (a start bin holds at most 128 blocks), within 128 KB, and the
  *     next burst takes them back; bursts in 10 classes leave the thread within its 1 MB;
  *   - a thread's exit gives its cache back, even a full one: the cache count and the bytes fall back,
@@ -212,6 +213,29 @@ static void bounds(void)
             start_bound);
     CHECK(bytes > 0);
     CHECK_MSG(bytes <= start_bound, "%zu cached bytes", bytes);
+
+    /* The most blocks a bin starts with: a class of blocks so small that 8 KB would be more blocks
+     * (the smallest) holds at most 128 in 64-bit builds and 64 in 32-bit ones. Its bin filled once (a
+     * bin never filled takes no free of a block whose lines a live block shares), then 300 frees: the
+     * bin fills, trims half and takes the rest, so it ends between half its limit and its limit. The
+     * keepers keep the spans well used (a block of a nearly empty span is not cached). */
+    CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
+    enum { SMALLEST_KEEPERS = 2000, SMALLEST_FREES = 300 };
+    static void *smallest_keepers[SMALLEST_KEEPERS];
+    const size_t cap = sizeof(void *) == 8 ? 128 : 64;
+    for (int i = 0; i < SMALLEST_KEEPERS; i++)
+        CHECK((smallest_keepers[i] = FastMM_GetMem(1)) != NULL);
+    size_t smallest_block = FastMM_BlockMaximumUserBytes(smallest_keepers[0]) + 2;
+    for (int i = 0; i < SMALLEST_FREES; i++)
+        blocks[i] = FastMM_GetMem(1);
+    for (int i = 0; i < SMALLEST_FREES; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(blocks[i]), 0);
+    size_t smallest_cached = cache_bytes(NULL) / smallest_block;
+    tu_info("after %d frees of %zu-byte blocks the thread caches %zu of them", SMALLEST_FREES, smallest_block,
+            smallest_cached);
+    CHECK_MSG(smallest_cached > cap / 2 && smallest_cached <= cap, "%zu blocks cached, limit %zu", smallest_cached, cap);
+    for (int i = 0; i < SMALLEST_KEEPERS; i++)
+        CHECK_EQ_INT(FastMM_FreeMem(smallest_keepers[i]), 0);
 
     /* Bursts larger than a bin grow it until one holds the burst: 1,000 blocks of 32 bytes (a bin of
      * the class starts at 128 blocks, 6 KB, in 64-bit builds), with keepers so that the spans stay
