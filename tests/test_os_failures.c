@@ -16,7 +16,10 @@
  *   - the empty medium spans kept mapped (medium_blocks.h) are every span a free left empty, counted
  *     in the usage, serve medium allocations while the OS refuses every mapping, go back once a second
  *     old down to fm5.h's bound, give way to a large request the OS refuses and to one the usage limit
- *     would refuse, and go back on FastMM_ProcessAllPendingFrees; the low-memory strategy keeps none.
+ *     would refuse, and go back on FastMM_ProcessAllPendingFrees; the low-memory strategy keeps none;
+ *     those another manager keeps serve a manager that finds no room before anything is mapped, and
+ *     (checked builds, whose first pass a test can make pass over an arena) go back when a manager
+ *     would map past the medium spans' peak, unless that other manager's lock is busy then.
  * The large-block cache is off here (FastMM_SetLargeBlockCacheLimit(0)): every large allocation and
  * free must reach the OS for its refusals to be tested; test_large_block_cache covers the cache.
  * Runs on the host build (under ASan/UBSan and TSan) and on both Windows builds (under Wine).
@@ -231,6 +234,66 @@ static void kept_medium_spans(void)
     FastMM_ProcessAllPendingFrees();
 }
 
+/* Kept spans and the medium space's peak (medium_blocks.h). Manager 0 is held by this thread while
+ * 600 medium blocks come and go in another manager, which keeps their spans; then, with manager 0
+ * free again, as many blocks are allocated. Their first pass finds the other manager's kept spans and
+ * takes its blocks from them; in checked builds the first pass is told to pass over every arena but 0
+ * (fm5_medium_first_pass_skips), so that manager 0 has to map, and then the peak rule must return the
+ * other manager's kept spans first. Either way the medium space stays at its peak instead of doubling
+ * and no span stays kept. The exception the header states: a manager whose lock is busy when another
+ * maps keeps its spans (this thread holds the keeper's lock in the second round). */
+static void kept_spans_and_the_peak(void)
+{
+    SECTION(FM5_CHECKED ? "kept medium spans give way when another manager would map past the peak"
+                        : "kept medium spans of another manager serve before anything is mapped");
+    if (!CHECK(fm5_medium_arena_count >= 2))
+        return;
+    fm5_lock *manager0 = &fm5_medium_managers[0].gate.locked;
+    FastMM_ProcessAllPendingFrees();
+    CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    size_t base = FastMM_GetCurrentMemoryUsage();
+    for (int busy_keeper = 0; busy_keeper < 2; busy_keeper++) {
+        if (!CHECK(fm5_try_lock(manager0)))
+            return;
+        size_t kept = fill_and_free_medium_spans();
+        fm5_unlock(manager0);
+        size_t peak = FastMM_GetCurrentMemoryUsage();
+        tu_info("%.1f MB kept by other managers than the first, usage %.1f MB above the start", kept / 1048576.0,
+                (double)(peak - base) / 1048576.0);
+        CHECK(kept > (size_t)KEPT_BLOCKS * KEPT_BLOCK_SIZE / 2);
+        fm5_lock *keeper = NULL;
+        for (uint32_t a = 1; busy_keeper && a < fm5_medium_arena_count && !keeper; a++)
+            if (fm5_medium_managers[a].kept_spans)
+                keeper = &fm5_medium_managers[a].gate.locked;
+        if (busy_keeper && (!CHECK(keeper != NULL) || !CHECK(fm5_try_lock(keeper))))
+            return;
+#if FM5_CHECKED
+        fm5_medium_first_pass_skips = ~(uint32_t)1;
+#endif
+        for (unsigned i = 0; i < KEPT_BLOCKS; i++)
+            CHECK((kept_blocks[i] = FastMM_GetMem(KEPT_BLOCK_SIZE)) != NULL);
+#if FM5_CHECKED
+        fm5_medium_first_pass_skips = 0;
+#endif
+        size_t kept_after = fm5_medium_kept_span_bytes(), usage = FastMM_GetCurrentMemoryUsage();
+        tu_info("keeper %s: %.1f MB kept after 600 blocks more, usage %.1f MB above the start",
+                busy_keeper ? "busy" : "free", kept_after / 1048576.0, (double)(usage - base) / 1048576.0);
+        if (busy_keeper) {
+            fm5_unlock(keeper);
+            CHECK_MSG(kept_after == kept, "%.1f MB of %.1f MB kept", kept_after / 1048576.0, kept / 1048576.0);
+        } else {
+            CHECK_EQ_SIZE(kept_after, 0);
+            CHECK_MSG(usage <= peak + 2 * FM5_MAXIMUM_MEDIUM_SPAN_SIZE, "usage %.1f MB above the peak",
+                      ((double)usage - (double)peak) / 1048576.0);
+        }
+        for (unsigned i = 0; i < KEPT_BLOCKS; i++)
+            if (kept_blocks[i])
+                CHECK_EQ_INT(FastMM_FreeMem(kept_blocks[i]), 0);
+        FastMM_ProcessAllPendingFrees();
+        CHECK_EQ_SIZE(fm5_medium_kept_span_bytes(), 0);
+    }
+}
+
 /* A large block grows in place only when the address space after it can be mapped: refused, it moves. */
 static void refused_growth_in_place(void)
 {
@@ -370,6 +433,7 @@ int main(void)
     tu_events_install(0);
     refused_mapping();
     kept_medium_spans();
+    kept_spans_and_the_peak();
     refused_growth_in_place();
     refused_release();
     real_refusal();

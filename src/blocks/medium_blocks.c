@@ -389,12 +389,20 @@ FM5_INLINE void *take_locked(fm5_medium_manager *manager, medium_request *reques
     return user ? user : take_from_feed(manager, request->size, &request->zeroed);
 }
 
+#if FM5_CHECKED
+uint32_t fm5_medium_first_pass_skips;
+#endif
+
 /* First pass: only an arena that is idle and can probably serve the request as it is. */
 static void *first_pass(void *arena, void *context, int *final)
 {
     (void)final;
     fm5_medium_manager *manager = arena;
     medium_request *request = context;
+#if FM5_CHECKED
+    if ((__atomic_load_n(&fm5_medium_first_pass_skips, __ATOMIC_RELAXED) >> manager->arena) & 1)
+        return NULL;
+#endif
     if (fm5_lock_is_held(&manager->gate.locked) || !may_serve(manager, request->size, request->bin) ||
         !fm5_try_lock(&manager->gate.locked))
         return NULL;

@@ -173,6 +173,12 @@ int fm5_medium_process_pending_frees(int wait);
 int fm5_medium_release_kept_spans(int wait);
 /* Bytes of the spans kept (a hint, read without the locks). */
 size_t fm5_medium_kept_span_bytes(void);
+#if FM5_CHECKED
+/* A test's hook, in checked builds only: the first pass of a medium allocation passes over the arenas
+ * whose bits are set, as over a busy one, so that a test can leave another manager's kept spans to
+ * the peak rule alone (test_os_failures). 0 unless a test sets it. */
+extern uint32_t fm5_medium_first_pass_skips;
+#endif
 /* A quarantined block (blocks/recycling.h) goes back into its bin if the freed-block check now finds
  * it intact (recycled instead once debug mode is off): returns 1 then, 0 if it must stay quarantined.
  * Takes the arena's lock. */
