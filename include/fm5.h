@@ -180,8 +180,10 @@ FM5_API size_t FM5_CALL FastMM_GetMemoryUsageLimit(void);
 FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
 
 /* Freed large blocks (of one mapping) are kept mapped in a small cache, at most 8 regions and this
- * many bytes (32 MB by default), each for at most a second, so that allocating and freeing buffers of
- * a few MiB in a loop does not pay the OS each time: a request takes the smallest cached region that
+ * many bytes (32 MB by default), so that allocating and freeing buffers of a few MiB in a loop does
+ * not pay the OS each time. A region unused for a second goes back to the OS at the next large-block
+ * allocation or free (fm5 runs no thread of its own: a program that stops using large blocks keeps
+ * what is cached until then, or until it calls FastMM_ProcessAllPendingFrees): a request takes the smallest cached region that
  * holds it (its usable size is still that of the request), one of more than twice its size only while
  * the bytes such blocks hold beyond their requests stay within the same limit; when the cache is full
  * the smallest region goes. 0 turns the cache off. Setting a lower limit
