@@ -10,9 +10,10 @@
  *     allocated bytes leave it out; the next allocation of its class returns the newest cached block;
  *   - the bounds: after 6,000 frees of 12 classes in one thread, the thread holds no more than the
  *     bins' start limits allow; the smallest class's bin holds at most 128 blocks in 64-bit builds and
- *     64 in 32-bit ones, and more than half that after 300 frees; bursts of 1,000 blocks allocated then freed grow their bin until the
- *     cache holds at least half a burst (a start bin holds at most 128 blocks), within 128 KB, and the
- *     next burst takes them back; bursts in 10 classes leave the thread within its 1 MB;
+ *     64 in 32-bit ones, and more than half that after 300 frees; bursts of 1,000 blocks allocated
+ *     then freed grow their bin until the cache holds at least half a burst (a start bin holds at
+ *     most 128 blocks), within 128 KB, and the next burst takes them back; bursts in 10 classes leave
+ *     the thread within its 1 MB;
  *   - a thread's exit gives its cache back, even a full one: the cache count and the bytes fall back,
  *     and the used blocks and allocated bytes are at the baseline;
  *   - 2, 8, 32 and 64 threads hand blocks to each other (every block freed by another thread than the
@@ -233,7 +234,8 @@ static void bounds(void)
     size_t smallest_cached = cache_bytes(NULL) / smallest_block;
     tu_info("after %d frees of %zu-byte blocks the thread caches %zu of them", SMALLEST_FREES, smallest_block,
             smallest_cached);
-    CHECK_MSG(smallest_cached > cap / 2 && smallest_cached <= cap, "%zu blocks cached, limit %zu", smallest_cached, cap);
+    CHECK_MSG(smallest_cached > cap / 2 && smallest_cached <= cap, "%zu blocks cached, limit %zu", smallest_cached,
+              cap);
     for (int i = 0; i < SMALLEST_KEEPERS; i++)
         CHECK_EQ_INT(FastMM_FreeMem(smallest_keepers[i]), 0);
 
