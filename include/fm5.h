@@ -186,8 +186,9 @@ FM5_API size_t FM5_CALL FastMM_GetCurrentMemoryUsage(void);
  * what is cached until then, or until it calls FastMM_ProcessAllPendingFrees). A request takes the
  * smallest cached region that holds it (its usable size is still that of the request), one of more
  * than twice its size only while the bytes such blocks hold beyond their requests stay within the
- * same limit; when the cache is full the smallest region goes. 0 turns the cache off. Setting a lower limit
- * returns what no longer fits; FastMM_ProcessAllPendingFrees returns everything the cache holds.
+ * same limit; when the cache is full the smallest region goes. 0 turns the cache off. Setting a
+ * lower limit returns what no longer fits; FastMM_ProcessAllPendingFrees returns everything the cache
+ * holds.
  * The cached bytes count in FastMM_GetCurrentMemoryUsage and against the usage limit (the cache gives
  * way first). Debug mode caches nothing, so that a use of a freed large block faults. */
 FM5_API void FM5_CALL FastMM_SetLargeBlockCacheLimit(size_t bytes);

@@ -44,8 +44,9 @@
 
 #define SEED 0x7CAC4Eull
 /* The bounds of src/blocks/thread_cache.h, as fm5.h states them: a bin starts at 8 KB (at least 16
- * blocks), grows to 128 KB at most, and a thread holds at most 1 MB. */
+ * and at most 128 blocks, 64 on Win32), grows to 128 KB at most, and a thread holds at most 1 MB. */
 #define START_BIN_BYTES 8192u
+#define START_BIN_MAXIMUM_BLOCKS (sizeof(void *) == 8 ? 128u : 64u)
 #define GROWN_BIN_BYTES 131072u
 #define CACHE_BYTES_PER_THREAD 1048576u
 /* And of medium blocks: at most 4 blocks and 512 KB. */
@@ -223,10 +224,9 @@ static void bounds(void)
     CHECK_EQ_INT(FastMM_ProcessAllPendingFrees(), 1);
     enum { SMALLEST_KEEPERS = 2000, SMALLEST_FREES = 300 };
     static void *smallest_keepers[SMALLEST_KEEPERS];
-    const size_t cap = sizeof(void *) == 8 ? 128 : 64;
     for (int i = 0; i < SMALLEST_KEEPERS; i++)
         CHECK((smallest_keepers[i] = FastMM_GetMem(1)) != NULL);
-    size_t smallest_block = FastMM_BlockMaximumUserBytes(smallest_keepers[0]) + 2;
+    size_t smallest_block = FastMM_BlockMaximumUserBytes(smallest_keepers[0]) + TU_SMALL_HEADER;
     for (int i = 0; i < SMALLEST_FREES; i++)
         blocks[i] = FastMM_GetMem(1);
     for (int i = 0; i < SMALLEST_FREES; i++)
@@ -234,8 +234,8 @@ static void bounds(void)
     size_t smallest_cached = cache_bytes(NULL) / smallest_block;
     tu_info("after %d frees of %zu-byte blocks the thread caches %zu of them", SMALLEST_FREES, smallest_block,
             smallest_cached);
-    CHECK_MSG(smallest_cached > cap / 2 && smallest_cached <= cap, "%zu blocks cached, limit %zu", smallest_cached,
-              cap);
+    CHECK_MSG(smallest_cached > START_BIN_MAXIMUM_BLOCKS / 2 && smallest_cached <= START_BIN_MAXIMUM_BLOCKS,
+              "%zu blocks cached, limit %zu", smallest_cached, (size_t)START_BIN_MAXIMUM_BLOCKS);
     for (int i = 0; i < SMALLEST_KEEPERS; i++)
         CHECK_EQ_INT(FastMM_FreeMem(smallest_keepers[i]), 0);
 
