@@ -84,19 +84,19 @@ static const int event_type_kinds[DELPHI_EVENT_TYPE_COUNT] = {
 
 /* ---- The cdecl trio: System.GetMemory, FreeMemory, ReallocMemory -------------------------------- */
 
-void *BMM_EXPORT bmm_GetMemory(ptrdiff_t size)
+FM5_TAIL_ONLY void *BMM_EXPORT bmm_GetMemory(ptrdiff_t size)
 {
     return FastMM_GetMem((size_t)size);
 }
 
 /* System.FreeMemory answers 0 for nil without calling the manager. */
-int BMM_EXPORT bmm_FreeMemory(void *p)
+FM5_TAIL_ONLY int BMM_EXPORT bmm_FreeMemory(void *p)
 {
     return p ? FastMM_FreeMem(p) : 0;
 }
 
 /* System.ReallocMemory allocates for nil. */
-void *BMM_EXPORT bmm_ReallocMemory(void *p, ptrdiff_t size)
+FM5_TAIL_ONLY void *BMM_EXPORT bmm_ReallocMemory(void *p, ptrdiff_t size)
 {
     return p ? FastMM_ReallocMem(p, (size_t)size) : FastMM_GetMem((size_t)size);
 }

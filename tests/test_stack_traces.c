@@ -12,7 +12,8 @@
  *   - At the end of each chain, a debug block is allocated and RtlCaptureStackBackTrace is called right
  *     after: the block's allocation trace, whose first entry is the call of FastMM_GetMem, must then
  *     equal the system's trace from its second entry on, entry for entry, and both first entries must be
- *     call sites in the same function. The same for the free trace.
+ *     call sites in the same function. The same for the free trace, and for blocks allocated and freed
+ *     through fm5_malloc/fm5_free and fm5_realloc (the C family's wrappers, frameless on Win32).
  *   - Win64, static build: fm5_unwind_stack against RtlCaptureStackBackTrace directly, each chain twice
  *     (the second time from the cache: the hit count grows); and through two helper DLLs built at the
  *     same base address with differently shaped frames, loaded one after the other: after the first is
@@ -94,32 +95,69 @@ __attribute__((unused)) static unsigned count_to_null(void *const *frames, unsig
     return count;
 }
 
+#ifndef FM5_STATIC
+/* The stored trace starts at the call site in `function` (within SAME_FUNCTION_BYTES x 4 of its start)
+ * and goes on at `return_address`, the function's own return: no frame between is lost. compare()
+ * cannot tell on Win32, where Wine's trace leaves out the first frame and fm5's may then be one short. */
+static void starts_in(const char *what, void *const *frames, unsigned count, uintptr_t function,
+                      void *return_address)
+{
+    uintptr_t first = count > 0 ? (uintptr_t)frames[0] : 0;
+    CHECK_MSG(first > function && first - function < 4 * SAME_FUNCTION_BYTES,
+              "%s: first frame %p is not a call site in the function at %p", what, (void *)first, (void *)function);
+    CHECK_MSG(count > 1 && frames[1] == return_address, "%s: second frame %p, the function returns to %p", what,
+              count > 1 ? frames[1] : NULL, return_address);
+}
+
+/* A debug block allocated by `allocation` and freed by `release` (of `p`), each trace compared with the
+ * system's right after. The DLL drops its own frames from what it stores (a static build cannot tell
+ * them apart). One function a family, each small enough for its call sites to lie within
+ * SAME_FUNCTION_BYTES of the system's. */
+#define TRACED_PAIR(function, family, allocation, release)                                                \
+    NOINLINE static void function(void)                                                                  \
+    {                                                                                                     \
+        void *system_frames[DEPTH];                                                                       \
+        void *fm5_frames[DEPTH];                                                                          \
+        char what[96];                                                                                    \
+        void *p = allocation;                                                                             \
+        unsigned system_count = system_trace(system_frames);                                              \
+        if (CHECK(p != NULL)) {                                                                           \
+            snprintf(what, sizeof what, "%s, %s: allocation trace", chain_name, family);                  \
+            unsigned count = stored_trace(p, 0, fm5_frames);                                              \
+            compare(what, fm5_frames, count, system_frames, system_count);                                \
+            starts_in(what, fm5_frames, count, (uintptr_t)function, __builtin_return_address(0));          \
+        }                                                                                                 \
+        void *freed = p;                                                                                  \
+        release;                                                                                          \
+        system_count = system_trace(system_frames);                                                       \
+        snprintf(what, sizeof what, "%s, %s: free trace", chain_name, family);                            \
+        unsigned count = stored_trace(freed, 1, fm5_frames);                                              \
+        compare(what, fm5_frames, count, system_frames, system_count);                                    \
+        starts_in(what, fm5_frames, count, (uintptr_t)function, __builtin_return_address(0));              \
+    }
+
+/* The FastMM5 entry points, and the C family's wrappers, which Win32 builds without frames
+ * (FM5_TAIL_ONLY): a wrapper that left out its frame and then called on would lose its caller's frame
+ * from the traces. */
+TRACED_PAIR(pair_fastmm5, "FastMM5", FastMM_GetMem(24), CHECK_EQ_INT(FastMM_FreeMem(p), 0))
+TRACED_PAIR(pair_malloc_free, "fm5_malloc/fm5_free", fm5_malloc(24), fm5_free(p))
+TRACED_PAIR(pair_realloc, "fm5_realloc(NULL)/fm5_realloc(0)", fm5_realloc(NULL, 24), CHECK(fm5_realloc(p, 0) == NULL))
+#endif
+
 NOINLINE static int leaf(int value)
 {
-#if COMPARES_TRACES
-    void *system_frames[DEPTH];
-    void *fm5_frames[DEPTH];
-    char what[96];
-    unsigned system_count;
-#endif
 #ifndef FM5_STATIC
-    /* The DLL drops its own frames from what it stores (a static build cannot tell them apart). */
-    void *p = FastMM_GetMem(24);
-    system_count = system_trace(system_frames);
-    if (CHECK(p != NULL)) {
-        snprintf(what, sizeof what, "%s: allocation trace", chain_name);
-        compare(what, fm5_frames, stored_trace(p, 0, fm5_frames), system_frames, system_count);
-    }
-    void *freed = p;
-    CHECK_EQ_INT(FastMM_FreeMem(p), 0);
-    system_count = system_trace(system_frames);
-    snprintf(what, sizeof what, "%s: free trace", chain_name);
-    compare(what, fm5_frames, stored_trace(freed, 1, fm5_frames), system_frames, system_count);
+    pair_fastmm5();
+    pair_malloc_free();
+    pair_realloc();
 #endif
 
 #if defined(FM5_STATIC) && defined(_WIN64)
+    void *system_frames[DEPTH];
+    void *fm5_frames[DEPTH];
+    char what[96];
     int unwound = fm5_unwind_stack(fm5_frames, DEPTH, 0, 0, 0);
-    system_count = system_trace(system_frames);
+    unsigned system_count = system_trace(system_frames);
     snprintf(what, sizeof what, "%s: fm5_unwind_stack", chain_name);
     if (CHECK_MSG(unwound >= 0, "%s: fm5_unwind_stack needed the system unwinder", chain_name))
         compare(what, fm5_frames, (unsigned)unwound, system_frames, system_count);
@@ -306,7 +344,7 @@ int main(void)
 #if defined(FM5_STATIC) && defined(_WIN64)
     CHECK_EQ_SIZE(compared_traces, 23); /* 15 chains, 2 repeated, 3 helpers twice: one unwinder comparison each */
 #elif !defined(FM5_STATIC)
-    CHECK_EQ_SIZE(compared_traces, 30); /* 15 chains: their allocation and free traces */
+    CHECK_EQ_SIZE(compared_traces, 90); /* 15 chains: allocation and free traces of 3 families */
 #endif
 #else
     tu_info("Win32, static build: fm5 takes RtlCaptureStackBackTrace's own traces (the EBP chain) and cannot tell "

@@ -30,6 +30,15 @@
 #define FM5_INLINE static inline __attribute__((always_inline))
 #define FM5_NOINLINE __attribute__((noinline))
 #define FM5_CACHE_LINE 64
+/* A function whose every call is its last act (a tail jump, or none): on Win32, where the build keeps
+ * frame pointers for the EBP-chain stack traces, its frame would be built and torn down only to jump.
+ * Leaving it out loses no frame of a trace: the jump leaves the caller's EBP and return address as
+ * they were. A function that calls anything and then goes on must not carry it. */
+#if defined(__i386__) && !defined(__clang__)
+#  define FM5_TAIL_ONLY __attribute__((optimize("omit-frame-pointer")))
+#else
+#  define FM5_TAIL_ONLY
+#endif
 /* An optimistic reader: a function that reads memory another thread may be writing and trusts none of
  * it until checked: the pointer checks (what an unproven pointer points at may be a live block's user
  * data or a region being released), and the debug scan's check of a block its owner is changing, which
