@@ -5,8 +5,10 @@
  *          of new; new > U moves to a block of exactly new (fm5's rules: FastMM5 keeps a block down to
  *          4*new + 64 >= U and asks for 2U + 32 when it grows; src/blocks/realloc_rules.h says why fm5
  *          does not).
- *   medium (usable U): U/2 <= new <= U stays in place unchanged; 720 <= new < U/2 shrinks in place to
- *          max(new, 2872) rounded up to the 64-byte granularity; new < 720 (and < U/2) moves to a small
+ *   medium (usable U): U/2 <= new <= U stays in place unchanged; 720 <= new < U/2 moves into the
+ *          best-fitting free block of the block's arena when that one is smaller than the block (cut to
+ *          the block GetMem(new) would give; fm5's rule), and otherwise shrinks in place to max(new, 2872)
+ *          rounded up to the 64-byte granularity; new < 720 (and < U/2) moves to a small
  *          block; new > U grows in place when the next block is free and big enough, to
  *          max(new, 1.25U) rounded up to 64 and capped by the space there, and otherwise moves to a
  *          block of max(new, 1.25U).
@@ -179,7 +181,52 @@ static size_t medium_in_place_shrink_usable(size_t n)
     return (u + TU_MEDIUM_HEADER + 63) / 64 * 64 - TU_MEDIUM_HEADER;
 }
 
-static void medium_same_and_shrink(size_t n)
+/* Shrinks a medium block below half (720 <= s < U/2) and checks where it went: in place, cut to the
+ * in-place size, or into a free medium block of its arena that is at least GetMem(s)'s block and
+ * smaller than the block, cut to that block. Thread caches are off (medium_rules), so the walk's free
+ * medium blocks are the binned ones and the unfed space: with none of them in that range, the block
+ * must stay. Counts the outcomes in *stayed and *moved. */
+static void *medium_shrink(block *b, size_t s, const char *what, size_t *stayed, size_t *moved)
+{
+    void *p = b->p;
+    size_t wanted = tu_medium_block_size(s);
+    tu_walk w;
+    tu_walk_take(&w, FastMM_MediumBlock, 0);
+    const FastMM_WalkBlockInfo *self = tu_walk_find(&w, p);
+    size_t old_block = self ? self->BlockSize : 0;
+    unsigned arena = self ? self->Arena : 0;
+    int fits = 0;
+    for (size_t i = 0; i < w.count; i++) {
+        const FastMM_WalkBlockInfo *f = &w.items[i];
+        fits |= f->IsFree && f->Arena == arena && f->BlockSize >= wanted && f->BlockSize < old_block;
+    }
+    tu_walk_free(&w);
+    CHECK_MSG(self != NULL, "%s: the walk does not show medium block %p", what, p);
+    void *q = resize(b, s, what);
+    if (!q)
+        return NULL;
+    if (q == p) {
+        CHECK_MSG(b->usable == medium_in_place_shrink_usable(s), "%s: %p -> %zu in place: usable %zu, expected %zu",
+                  what, p, s, b->usable, medium_in_place_shrink_usable(s));
+        ++*stayed;
+        return q;
+    }
+    ++*moved;
+    CHECK_MSG(fits, "%s: %p (block of %zu bytes) -> %zu moved although no smaller free block of arena %u fits",
+              what, p, old_block, s, arena);
+    CHECK_MSG(b->usable == wanted - TU_MEDIUM_HEADER, "%s: moved to %p with usable %zu, expected %zu", what, q,
+              b->usable, wanted - TU_MEDIUM_HEADER);
+    tu_walk_take(&w, FastMM_MediumBlock, 0);
+    const FastMM_WalkBlockInfo *to = tu_walk_find(&w, q);
+    const FastMM_WalkBlockInfo *from = tu_walk_find(&w, p);
+    CHECK_MSG(to && !to->IsFree && to->Arena == arena && to->BlockSize == wanted,
+              "%s: the new block %p is not a used medium block of %zu bytes in arena %u", what, q, wanted, arena);
+    CHECK_MSG(!from || from->IsFree, "%s: the old block %p is still in use", what, p);
+    tu_walk_free(&w);
+    return q;
+}
+
+static void medium_same_and_shrink(size_t n, size_t *stayed, size_t *moved)
 {
     block b;
     if (!make(&b, n))
@@ -196,17 +243,13 @@ static void medium_same_and_shrink(size_t n)
     CHECK_EQ_SIZE(b.usable, U);
 
     size_t s = U / 2 - 1;
-    if (s >= 720) {
-        CHECK_MSG(resize(&b, s, "medium shrink in place") == p, "medium %zu -> %zu moved", U, s);
-        CHECK_MSG(b.usable == medium_in_place_shrink_usable(s), "medium %zu -> %zu: usable %zu, expected %zu", U, s,
-                  b.usable, medium_in_place_shrink_usable(s));
-    }
+    if (s >= 720)
+        medium_shrink(&b, s, "medium shrink below half", stayed, moved);
     release(&b);
 
-    /* 720 is the smallest size that shrinks in place. */
+    /* 720 is the smallest size that stays medium. */
     if (make(&b, n)) {
-        p = b.p;
-        CHECK_MSG(resize(&b, 720, "medium shrink to 720") == p, "medium %zu -> 720 moved", U);
+        medium_shrink(&b, 720, "medium shrink to 720", stayed, moved);
         CHECK_EQ_SIZE(b.usable, 2872);
         release(&b);
     }
@@ -227,6 +270,45 @@ static void medium_same_and_shrink(size_t n)
             CHECK_EQ_INT(kind_of(q), FastMM_SmallBlock);
         release(&b);
     }
+}
+
+/* A free block that fits exactly, between two used ones: a block shrunk below half moves into it (the
+ * newest block of the bin that fits best), and its old place is freed. */
+static void medium_shrink_into_hole(size_t n, size_t *moved)
+{
+    size_t U = tu_expected_usable(n, TU_DEFAULT_ALIGNMENT);
+    size_t s = U / 2 - 1;
+    if (s < TU_MIN_MEDIUM_USER)
+        return;
+    block b;
+    if (!make(&b, n))
+        return;
+    tu_medium_chain c;
+    if (CHECK_MSG(tu_medium_chain_make(&c, s), "no three adjacent medium blocks of %zu bytes", s)) {
+        CHECK_EQ_INT(FastMM_FreeMem(c.middle), 0);
+        tu_medium_chain_forget(&c, c.middle);
+        tu_walk w;
+        tu_walk_take(&w, FastMM_MediumBlock, 0);
+        const FastMM_WalkBlockInfo *hole = tu_walk_find(&w, c.middle);
+        const FastMM_WalkBlockInfo *self = tu_walk_find(&w, b.p);
+        int same_arena = hole && self && hole->Arena == self->Arena;
+        CHECK_MSG(hole && hole->IsFree && hole->BlockSize == tu_medium_block_size(s),
+                  "after freeing %p the walk does not show a free block of %zu bytes there", c.middle,
+                  tu_medium_block_size(s));
+        tu_walk_free(&w);
+        size_t stayed = 0, moved_here = 0;
+        void *p = b.p;
+        void *q = medium_shrink(&b, s, "medium shrink into a hole", &stayed, &moved_here);
+        if (same_arena) {
+            CHECK_MSG(q == c.middle, "medium %p (%zu) -> %zu went to %p, not into the hole at %p", p, U, s, q,
+                      c.middle);
+            *moved += moved_here;
+        } else {
+            tu_info("the hole %p and the block %p are in different arenas: the move was not checked", c.middle, p);
+        }
+        tu_medium_chain_release(&c);
+    }
+    release(&b);
 }
 
 /* The entry the walk has right after a medium block (its neighbour), or a zeroed one. */
@@ -338,13 +420,21 @@ static void medium_grow(size_t n)
 
 static void medium_rules(void)
 {
-    SECTION("medium blocks: stay, shrink in place, move to small, grow in place or by moving");
+    SECTION("medium blocks: stay, shrink in place or into a smaller free block, move to small, grow");
     static const size_t sizes[] = {2623, 2872, 3000, 5000, 10000, 33333, 70000, 100000, 150000, 250000,
                                    400000, 558904};
+    /* Off, so that a freed medium block is binned (a cached one is not a place a shrink moves to). */
+    int caches = FastMM_SetThreadCaches(0);
+    size_t stayed = 0, moved = 0, moved_into_hole = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        medium_same_and_shrink(sizes[i]);
+        medium_same_and_shrink(sizes[i], &stayed, &moved);
+        medium_shrink_into_hole(sizes[i], &moved_into_hole);
         medium_grow(sizes[i]);
     }
+    FastMM_SetThreadCaches(caches);
+    tu_info("shrinks below half: %zu in place, %zu into free blocks, %zu into prepared holes", stayed, moved,
+            moved_into_hole);
+    CHECK(stayed > 0 && moved_into_hole > 0);
 }
 
 /* ---------------------------------------------------------------------------------------------- */

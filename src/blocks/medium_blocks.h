@@ -123,8 +123,12 @@ int fm5_medium_free(void *user);
 int fm5_medium_claim_for_cache(void *user, fm5_claimer *mine);
 void fm5_medium_release_cached(void *user);
 
-/* Resizes in place when the rules allow; returns 1 if it did. */
-int fm5_medium_resize_in_place(void *user, size_t new_user_size);
+/* ReallocMem of a live medium block within its arena, by FastMM5's rules but one: `user` when it stays
+ * (a new size of at least half its usable size, or a growth into the free block after it), another
+ * block of the arena when it shrinks below half and a free block smaller than itself fits the new
+ * size (the content copied, `user` freed), else `user` shrunk in place (from 720 bytes); NULL when the
+ * caller must move it (a growth without room, a shrink below 720 bytes). */
+void *fm5_medium_resize(void *user, size_t new_user_size);
 
 /* One bit per 64 bytes of span, set where a block starts. */
 FM5_INLINE uint32_t *fm5_medium_block_start_bitmap(const fm5_medium_span *span)

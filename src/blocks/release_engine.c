@@ -95,8 +95,9 @@ void *fm5_release_realloc_block(void *p, enum fm5_block_identity identity, const
         char *next = (char *)p + size;
         if (new_size > size - FM5_MEDIUM_HEADER_SIZE && fm5_status_load(next) == FM5_STATUS_MEDIUM_CACHED)
             fm5_thread_cache_give_back_medium(next);
-        if (fm5_medium_resize_in_place(p, new_size))
-            return p;
+        void *resized = fm5_medium_resize(p, new_size);
+        if (resized)
+            return resized;
         break;
     }
     case FM5_LIVE_LARGE_BLOCK:
