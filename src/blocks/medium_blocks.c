@@ -825,7 +825,7 @@ static void shrink_locked(fm5_medium_manager *manager, char *user, size_t new_us
  * Why: in-place shrinking keeps the small block where the big one was and frees only the tail, so the
  * holes left are the tails, while the holes that fit the small block stay empty. In st_realloc_use
  * (blocks of up to 256 KB resized to random sizes) that grew the free medium bytes every round: 35.5,
- * 56.2 and 67.3 MB after rounds 2-4 (Win64, `FastMM_WalkBlocks`), against some 124 MB live; moved,
+ * 56.6 and 67.3 MB after rounds 2-4 (Win64, scripts/measure-medium-holes.sh), some 124 MB live; moved,
  * 13.3, 15.3 and 16.7 MB. A bigger free block would be a worse fit than the block's own place. The
  * price is the copy: README.md, "Reallocation". */
 static char *take_smaller_free_block(fm5_medium_manager *manager, char *user, size_t new_user_size)
