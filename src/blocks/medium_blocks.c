@@ -763,7 +763,7 @@ int fm5_medium_process_pending_frees(int wait)
     return complete;
 }
 
-/* ---- resizing in place ------------------------------------------------------------------------ */
+/* ---- resizing: in place, or within the arena -------------------------------------------------- */
 
 static int grow_locked(fm5_medium_manager *manager, char *user, size_t new_user_size)
 {
