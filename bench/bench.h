@@ -89,6 +89,38 @@ static inline uint64_t bench_rand(uint64_t *state)
 #define DELPHI_DYNARRAY ((size_t)(sizeof(void *) == 8 ? 16 : 8))
 static inline size_t delphi_string_bytes(size_t chars) { return DELPHI_STRREC + (chars + 1) * 2; }
 
+/* ---- FastCode's slot churns (wl_fastcode.c; bench/medium_holes.c runs st_realloc_use's) ------- */
+
+/* The size limits of st_alloc_use_free's and st_realloc_use's slots (slot_limit's a to d), and
+ * st_realloc_use's slot count and prime. */
+#define FASTCODE_CHURN_LIMITS { 64, 1024, 4096, 262144 }
+#define ST_REALLOC_USE_SLOTS 150000
+#define ST_REALLOC_USE_PRIME 29
+
+/* The size limit of slot i: odd -> a, i%16 != 0 -> b, i%256 != 0 -> c, else d. */
+static inline long slot_limit(long i, long a, long b, long c, long d)
+{
+    if (i & 1)
+        return a;
+    if (i & 15)
+        return b;
+    if (i & 255)
+        return c;
+    return d;
+}
+
+/* "Use": one byte written per 32, then bytes 15 + 32k read back; returns the sum of what was read,
+ * which the caller must keep (stores somewhere at its end) so that the reads stay. */
+static inline unsigned use_block(char *p, long size)
+{
+    unsigned sum = 0;
+    for (long k = 0; k < size; k += 32)
+        p[k] = (char)k;
+    for (long k = 15; k < size; k += 32)
+        sum += (unsigned char)p[k];
+    return sum;
+}
+
 /* ---- Counted allocator calls ----------------------------------------------------------------- */
 
 static inline void *b_malloc(uint64_t *ops, size_t size)

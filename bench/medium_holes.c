@@ -1,8 +1,9 @@
-/* What the medium blocks leave free: st_realloc_use's loop (bench/wl_fastcode.c: 150,000 slots
- * reallocated to random sizes of up to 64 B, 1 KB, 4 KB or 256 KB, each block used, prime 29) run
- * on fm5 directly, with FastMM_GetHeapStatus after every round: the address space fm5 holds, its
- * free medium bytes (FreeBig) and the peak working set. The free medium bytes are the holes that no
- * request has taken again; a change of the medium rules shows there before it shows in time.
+/* What the medium blocks leave free: st_realloc_use's loop (bench/wl_fastcode.c, with its constants
+ * and helpers from bench.h: 150,000 slots reallocated to sizes of up to 64 B, 1 KB, 4 KB or 256 KB,
+ * each block used) run on fm5 directly, with FastMM_GetHeapStatus after every round: the address
+ * space fm5 holds, its free medium bytes (FreeBig) and the peak working set. The free medium bytes
+ * are the holes that no request has taken again; a change of the medium rules shows there before it
+ * shows in time.
  *   medium_holes [rounds]     (default 4)
  * Output, one line a round: "round R: address space A MB, allocated L MB, free medium F MB, free small
  * S MB, unfed U MB, peak working set P MB". Built and run by scripts/measure-medium-holes.sh. */
@@ -11,20 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include "bench.h"
 #include "fm5.h"
-
-enum { SLOTS = 150000, PRIME = 29 };
-
-static long slot_limit(long i)
-{
-    if (i & 1)
-        return 64;
-    if (i & 15)
-        return 1024;
-    if (i & 255)
-        return 4096;
-    return 262144;
-}
 
 static double megabytes(size_t bytes)
 {
@@ -34,23 +23,21 @@ static double megabytes(size_t bytes)
 int main(int argc, char **argv)
 {
     long rounds = argc > 1 ? atol(argv[1]) : 4;
-    static char *slot[SLOTS];
-    int64_t cur = PRIME;
+    static char *slot[ST_REALLOC_USE_SLOTS];
+    static const long limits[4] = FASTCODE_CHURN_LIMITS;
+    int64_t cur = ST_REALLOC_USE_PRIME;
     unsigned sum = 0;
     for (long r = 1; r <= rounds; r++) {
-        for (long i = 0; i < SLOTS; i++) {
-            long size = (long)(cur % slot_limit(i)) + 1;
-            cur += PRIME;
+        for (long i = 0; i < ST_REALLOC_USE_SLOTS; i++) {
+            long size = (long)(cur % slot_limit(i, limits[0], limits[1], limits[2], limits[3])) + 1;
+            cur += ST_REALLOC_USE_PRIME;
             char *p = fm5_realloc(slot[i], (size_t)size);
             if (!p) {
                 fprintf(stderr, "medium_holes: fm5_realloc of %ld bytes failed\n", size);
                 return 1;
             }
             slot[i] = p;
-            for (long k = 0; k < size; k += 32)
-                p[k] = (char)k;
-            for (long k = 15; k < size; k += 32)
-                sum += (unsigned char)p[k];
+            sum += use_block(p, size);
         }
         FastMM_HeapStatus status;
         PROCESS_MEMORY_COUNTERS counters;
@@ -64,7 +51,7 @@ int main(int argc, char **argv)
                r, megabytes(status.TotalAddrSpace), megabytes(status.TotalAllocated), megabytes(status.FreeBig),
                megabytes(status.FreeSmall), megabytes(status.Unused), megabytes(counters.PeakWorkingSetSize));
     }
-    for (long i = 0; i < SLOTS; i++)
+    for (long i = 0; i < ST_REALLOC_USE_SLOTS; i++)
         fm5_free(slot[i]);
     return sum == 0xFFFFFFFFu; /* keeps the reads */
 }

@@ -220,32 +220,12 @@ uint64_t wl_large_block_spread(const workload *w, double scale)
 
 /* ---- Allocate / reallocate, use (SingleThreaded*.pas, MultiThreadedAllocAndFree.pas) ------------ */
 
-/* The size limit of slot i: odd -> a, i%16 != 0 -> b, i%256 != 0 -> c, else d. */
-static inline long slot_limit(long i, long a, long b, long c, long d)
-{
-    if (i & 1)
-        return a;
-    if (i & 15)
-        return b;
-    if (i & 255)
-        return c;
-    return d;
-}
-
-/* "Use": one byte written per 32, then bytes 15 + 32k read back; the caller sums what was read and
- * stores the sum once, at its end, into g_sink (so the reads stay). Not a store per block: with
- * every thread adding into one global line at every block, the threads of mt_alloc_use_free_* passed
- * that line between the cores at every block, for every allocator alike. */
+/* slot_limit and use_block are in bench.h (bench/medium_holes.c runs st_realloc_use's churn too).
+ * A churn sums what use_block read and stores the sum once, at its end, into g_sink (so the reads
+ * stay). Not a store per block: with every thread adding into one global line at every block, the
+ * threads of mt_alloc_use_free_* passed that line between the cores at every block, for every
+ * allocator alike. */
 static volatile unsigned g_sink;
-static inline unsigned use_block(char *p, long size)
-{
-    unsigned sum = 0;
-    for (long k = 0; k < size; k += 32)
-        p[k] = (char)k;
-    for (long k = 15; k < size; k += 32)
-        sum += (unsigned char)p[k];
-    return sum;
-}
 
 /* The loop shared by FastCode's allocate-or-reallocate-and-use tests: each round visits every slot,
  * gives it a new block of cur % slot_limit + 1 bytes and uses it; every slot is freed at the end. */
@@ -306,7 +286,7 @@ static uint64_t churn_single_threaded(const slot_churn *c)
 uint64_t wl_st_alloc_use_free(const workload *w, double scale)
 {
     (void)w;
-    slot_churn c = { 610000, churn_rounds(100, 0.05 * scale), 13, { 64, 1024, 4096, 262144 }, 0, 0 };
+    slot_churn c = { 610000, churn_rounds(100, 0.05 * scale), 13, FASTCODE_CHURN_LIMITS, 0, 0 };
     return churn_single_threaded(&c);
 }
 
@@ -315,7 +295,8 @@ uint64_t wl_st_alloc_use_free(const workload *w, double scale)
 uint64_t wl_st_realloc_use(const workload *w, double scale)
 {
     (void)w;
-    slot_churn c = { 150000, churn_rounds(140, 0.1 * scale), 29, { 64, 1024, 4096, 262144 }, 1, 0 };
+    slot_churn c = { ST_REALLOC_USE_SLOTS, churn_rounds(140, 0.1 * scale), ST_REALLOC_USE_PRIME,
+                     FASTCODE_CHURN_LIMITS, 1, 0 };
     return churn_single_threaded(&c);
 }
 

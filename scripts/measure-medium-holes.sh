@@ -17,7 +17,7 @@ bash scripts/setup.sh
 cmake --preset "$arch" >/dev/null
 cmake --build --preset "$arch" --target fm5 >/dev/null
 bin=build/$arch/bin
-"$cc" -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -o "$bin/medium_holes.exe" bench/medium_holes.c \
+"$cc" -std=c11 -O2 -Wall -Wextra -Werror -Iinclude -Ibench -o "$bin/medium_holes.exe" bench/medium_holes.c \
     "$bin/fm5_$bits.dll" -lpsapi
 echo "$0 $arch $rounds at $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' (src changed)')"
 scripts/wine-run.sh "build/$arch" "$bin/medium_holes.exe" "$rounds"
