@@ -243,7 +243,7 @@ FM5_API int FM5_CALL FastMM_GetAdaptiveSmallBlockArenaAffinity(void);
  * double free, walks, heap status and leak reports count it free (so the usage summary counts it as
  * overhead, not as allocated), and its span stays in use until the block leaves the cache. A thread's
  * cache goes back when the thread exits, and every cache when debug mode is entered (caches stay off
- * while it is active), when the minimum alignment changes and on FastMM_ProcessAllPendingFrees: the
+ * while it or an erase mode is active, and once fm5 uses another module's manager), when the minimum alignment changes and on FastMM_ProcessAllPendingFrees: the
  * calling thread's at once, each other thread's at its next small allocation or free. A thread killed
  * by TerminateThread keeps its cache until the next FastMM_ProcessAllPendingFrees gives it back.
  * Medium blocks: a thread also keeps up to 4 medium blocks it freed (512 KB in all) of sizes it

@@ -25,8 +25,6 @@ extern fm5_sole_claimer
 %define SAVED 8                         ; ebx and esi
 
 ROUTINE FastMM_FreeMem
-    cmp dword [fm5_erase_freed_active], 0
-    jne .c_twin
     mov ecx, [esp + 4]
     push ebx
     push esi
@@ -44,6 +42,9 @@ ROUTINE FastMM_FreeMem
     jmp .restore_then_c_twin
 .no_cache:
     pop edi
+    ; erase mode holds the caches' epoch even (blocks/thread_cache.h): only the managers' free tests it
+    cmp dword [fm5_erase_freed_active], 0
+    jne .restore_then_c_twin
     ; the managers' claims are compare-and-swaps, which another thread may make only once claims are
     ; shared (blocks/claims.h): the C twin shares them first
     cmp dword [fm5_sole_claimer], FM5_CLAIMS_SHARED
@@ -87,8 +88,6 @@ END_ROUTINE FastMM_FreeMem
 ; In: [esp + 4] = pointer, [esp + 8] = its span, [esp + 12] = the span's manager. Out: eax = 0, or the
 ; twin's result (FreeMem's paths that leave for C see the pointer's slot where they expect it).
 ROUTINE fm5_free_proved_small_block
-    cmp dword [fm5_erase_freed_active], 0
-    jne FastMM_FreeMem.c_twin
     mov ecx, [esp + 4]
     ; still a live small block's status word (fm5_c_free_proved_small_block says why)
     movzx eax, word [ecx + FM5_STATUS_WORD_OFFSET]

@@ -30,13 +30,12 @@ extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
 
 ROUTINE FastMM_GetMem
-    mov eax, [fm5_debug_mode_active]
-    or eax, [fm5_erase_allocated_active]
-    or eax, [fm5_using_shared_manager]
-    jnz .c_twin
     mov ecx, [esp + 4]
     cmp ecx, FM5_MAXIMUM_SMALL_USER_SIZE
-    ja fm5_release_get_mem
+    jbe .small
+    GET_MEM_DIVERTED eax, .c_twin
+    jmp fm5_release_get_mem
+.small:
     push ebx
     push edi
     inc ecx
@@ -47,6 +46,8 @@ ROUTINE FastMM_GetMem
     pop ebx
     ret
 .no_cache:
+    ; caches off, or a class that is not cached: the modes an odd epoch rules out are tested here
+    GET_MEM_DIVERTED eax, .pop_then_c_twin
     ; esi (the manager) is saved and set only here, off the cache's path
     push esi
     mov esi, edi

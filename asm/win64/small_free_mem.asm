@@ -24,14 +24,15 @@ extern fm5_os_thread_slot_offset
 extern fm5_sole_claimer
 
 ROUTINE FastMM_FreeMem
-    cmp dword [fm5_erase_freed_active], 0
-    jne .c_twin
     LIVE_SMALL_BLOCK .c_twin, fm5_c_free_mem_slow_path
 .proved:                                ; rcx = block, rdx = span, r8 = manager
     CACHE_PUSH rcx, r9, r10, rax, eax, r11, r11d, r11w, .no_cache, .c_twin, rdx
     xor eax, eax
     ret
 .no_cache:
+    ; erase mode holds the caches' epoch even (blocks/thread_cache.h): only the managers' free tests it
+    cmp dword [fm5_erase_freed_active], 0
+    jne .c_twin
     ; the managers' claims are compare-and-swaps, which another thread may make only once claims are
     ; shared (blocks/claims.h): the C twin shares them first
     cmp qword [fm5_sole_claimer], FM5_CLAIMS_SHARED
@@ -60,8 +61,6 @@ END_ROUTINE FastMM_FreeMem
 ; block its caller proved a live small block, entered past the proof.
 ; In: rcx = pointer, rdx = its span, r8 = the span's manager. Out: eax = 0, or the twin's result.
 ROUTINE fm5_free_proved_small_block
-    cmp dword [fm5_erase_freed_active], 0
-    jne FastMM_FreeMem.c_twin
     ; still a live small block's status word (fm5_c_free_proved_small_block says why)
     movzx eax, word [rcx + FM5_STATUS_WORD_OFFSET]
     and eax, FM5_STATUS_SMALL | FM5_STATUS_FREE | FM5_STATUS_HAS_DEBUG_INFO

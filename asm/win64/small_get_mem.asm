@@ -30,12 +30,11 @@ extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
 
 ROUTINE FastMM_GetMem
-    mov eax, [fm5_debug_mode_active]
-    or eax, [fm5_erase_allocated_active]
-    or eax, [fm5_using_shared_manager]
-    jnz .c_twin
     cmp rcx, FM5_MAXIMUM_SMALL_USER_SIZE
-    ja fm5_release_get_mem
+    jbe .small
+    GET_MEM_DIVERTED eax, .c_twin
+    jmp fm5_release_get_mem
+.small:
     lea rax, [rcx + 1]
     shr rax, FM5_SMALL_GRANULARITY_SHIFT
     lea rdx, [fm5_small_lookup]
@@ -44,6 +43,8 @@ ROUTINE FastMM_GetMem
     mov rax, rdx
     ret
 .no_cache:
+    ; caches off, or a class that is not cached: the modes an odd epoch rules out are tested here
+    GET_MEM_DIVERTED r9d, .c_twin
     ; the manager is needed only here, off the cache's path
     mov r8d, eax
     shl r8d, FM5_SMALL_MANAGER_SIZE_SHIFT

@@ -36,7 +36,9 @@ static FM5_NOINLINE void *get_mem_diverted(size_t size)
     return p;
 }
 
-/* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. */
+/* FastMM_GetMem's C twin; asm/ has the small-block fast path in front of it. The asm tests these modes
+ * only off a cache's pop, since each holds the caches' epoch even (blocks/thread_cache.h): the same
+ * decision as testing them first. */
 void *FM5_CALL fm5_c_get_mem(size_t size)
 {
     if (FM5_UNLIKELY(fm5_debug_mode_is_active() | fm5_erase_allocated_active | fm5_using_shared_manager))

@@ -1,6 +1,7 @@
 /* Forwarding to another module's shared memory manager (api/sharing.h). */
 #include "api/sharing.h"
 #include "base/platform.h"
+#include "blocks/thread_cache.h"
 
 volatile int fm5_using_shared_manager;
 
@@ -11,6 +12,8 @@ void fm5_start_using_shared_manager(const fm5_delphi_memory_manager *manager)
 {
     shared_manager = *manager;
     __atomic_store_n(&fm5_using_shared_manager, 1, __ATOMIC_RELEASE);
+    /* The caches go off for good, so that an odd epoch says no shared manager (blocks/thread_cache.h). */
+    fm5_thread_cache_hold(FM5_CACHE_OFF_SHARED_MANAGER, 1);
 }
 
 void *fm5_shared_get_mem(size_t size)

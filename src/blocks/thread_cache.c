@@ -533,7 +533,9 @@ void fm5_thread_cache_initialize(void)
     (void)start_bytes;
     int have_slot = fm5_os_thread_slot_create(at_thread_exit) >= 0;
     fm5_lock_with_timeout(&record_lock, FM5_WAIT_FOREVER);
-    off_reasons = (have_slot ? 0 : FM5_CACHE_OFF_NO_THREAD_SLOT) |
+    /* The modes' reasons stay: a mode switched on before this start-up still holds the caches off. */
+    const unsigned modes = FM5_CACHE_OFF_IN_DEBUG_MODE | FM5_CACHE_OFF_IN_ERASE_MODE | FM5_CACHE_OFF_SHARED_MANAGER;
+    off_reasons = (off_reasons & modes) | (have_slot ? 0 : FM5_CACHE_OFF_NO_THREAD_SLOT) |
                   (FM5_THREAD_CACHES_BY_DEFAULT ? 0 : FM5_CACHE_OFF_BY_SETTING);
     update_epoch_locked();
     fm5_unlock(&record_lock);

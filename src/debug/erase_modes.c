@@ -1,22 +1,32 @@
 #include "fm5.h"
 #include "debug/erase_modes.h"
+#include "base/os.h"
+#include "blocks/thread_cache.h"
 
 volatile int fm5_erase_allocated_active;
 volatile int fm5_erase_freed_active;
 
 static volatile long erase_allocated_count;
 static volatile long erase_freed_count;
+/* Orders the flags' and the thread caches' changes as the counts' (taken with no other lock held; the
+ * caches' record lock is taken under it). */
+static fm5_lock erase_lock;
 
-/* Returns -1 when an End has no Begin to match; the flag follows the count. */
+/* Returns -1 when an End has no Begin to match; the flag follows the count. Either mode holds the
+ * thread caches off (blocks/thread_cache.h), so that the asm fast paths need not test the flags
+ * before a cache's pop or push: a flag is set before the epoch turns even and cleared before it
+ * turns odd. */
 static int adjust(volatile long *count, volatile int *active, long delta)
 {
-    long value;
-    do {
-        value = *count;
-        if (value + delta < 0)
-            return -1;
-    } while (!__atomic_compare_exchange_n(count, &value, value + delta, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    *active = value + delta > 0;
+    fm5_lock_with_timeout(&erase_lock, FM5_WAIT_FOREVER);
+    if (*count + delta < 0) {
+        fm5_unlock(&erase_lock);
+        return -1;
+    }
+    *count += delta;
+    *active = *count > 0;
+    fm5_thread_cache_hold(FM5_CACHE_OFF_IN_ERASE_MODE, fm5_erase_allocated_active | fm5_erase_freed_active);
+    fm5_unlock(&erase_lock);
     return 0;
 }
 

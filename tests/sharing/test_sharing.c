@@ -124,6 +124,15 @@ static void use(void)
           events[FastMM_EventCannotSwitchWithLivePointers]);
     CHECK(FastMM_FreeMem(live) == 0, "freeing fm5's block");
     CHECK(FastMM_ProcessAllPendingFrees() == 1, "pending frees");
+    /* Free blocks in this thread's cache, which do not stop the switch: no GetMem after it may take
+     * them (the switch holds the caches off). */
+    for (size_t i = 0; i < SIZE_COUNT; i++) {
+        void *cached[4];
+        for (size_t k = 0; k < 4; k++)
+            cached[k] = FastMM_GetMem(sizes[i]);
+        for (size_t k = 0; k < 4; k++)
+            CHECK(FastMM_FreeMem(cached[k]) == 0, "freeing fm5's %zu-byte block", sizes[i]);
+    }
     CHECK(FastMM_AttemptToUseSharedMemoryManager() == 1, "fm5 did not switch to the module's manager");
     CHECK(FastMM_AttemptToUseSharedMemoryManager() == 1, "a second attempt after the switch answers 1");
     CHECK(FastMM_ShareMemoryManager() == 0, "fm5 shared while it uses another module's manager");
