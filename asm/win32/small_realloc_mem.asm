@@ -21,9 +21,6 @@ extern fm5_c_realloc_mem
 extern fm5_c_realloc_moving_small_block
 extern fm5_c_free_moved_small_block
 extern fm5_debug_mode_active
-extern fm5_erase_allocated_active
-extern fm5_erase_freed_active
-extern fm5_using_shared_manager
 extern fm5_small_lookup
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
@@ -63,15 +60,12 @@ ROUTINE FastMM_ReallocMem
     pop ebx
     ret
 .moves:
-    ; ecx = block, esi = span, the new size on the stack. The tests GetMem and FreeMem would make first:
-    ; a new size in the small range, no erase mode, no shared manager (debug mode was tested above).
+    ; ecx = block, esi = span, the new size on the stack. A new size in the small range; the erase modes
+    ; and a shared manager hold the caches' epoch even (blocks/thread_cache.h), so the cache's pop and
+    ; push are their tests (debug mode was tested above).
     mov edx, [esp + SAVED + 8]
     cmp edx, FM5_MAXIMUM_SMALL_USER_SIZE
     ja .c_mover
-    mov eax, [fm5_erase_allocated_active]
-    or eax, [fm5_erase_freed_active]
-    or eax, [fm5_using_shared_manager]
-    jnz .c_mover
     push edi
     inc edx
     shr edx, FM5_SMALL_GRANULARITY_SHIFT

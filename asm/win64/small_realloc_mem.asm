@@ -22,9 +22,6 @@ extern fm5_c_realloc_mem
 extern fm5_c_realloc_moving_small_block
 extern fm5_c_free_moved_small_block
 extern fm5_debug_mode_active
-extern fm5_erase_allocated_active
-extern fm5_erase_freed_active
-extern fm5_using_shared_manager
 extern fm5_small_lookup
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
@@ -53,14 +50,11 @@ ROUTINE FastMM_ReallocMem
     mov rax, rcx
     ret
 .moves:
-    ; rcx = block, rdx = span, r11 = new size. The tests GetMem and FreeMem would make first: a new size
-    ; in the small range, no erase mode, no shared manager (debug mode was tested above).
+    ; rcx = block, rdx = span, r11 = new size. A new size in the small range; the erase modes and a
+    ; shared manager hold the caches' epoch even (blocks/thread_cache.h), so the cache's pop and push
+    ; are their tests (debug mode was tested above).
     cmp r11, FM5_MAXIMUM_SMALL_USER_SIZE
     ja .c_mover
-    mov eax, [fm5_erase_allocated_active]
-    or eax, [fm5_erase_freed_active]
-    or eax, [fm5_using_shared_manager]
-    jnz .c_mover
     movq xmm5, r11                      ; the new size, while CACHE_POP needs every free register
     lea r9, [r11 + 1]
     shr r9, FM5_SMALL_GRANULARITY_SHIFT
