@@ -942,7 +942,8 @@ static void test_bad_pointers(void)
  * f. Erase modes
  * ---------------------------------------------------------------------------------------------- */
 
-/* More than a span of the smallest class holds blocks of the largest small size in. */
+/* Blocks of the tested size beside the freed one: more than a span of the largest small blocks holds,
+ * so that the freed block's span is well filled whichever size is tested. */
 #define ERASE_NEIGHBOURS 64
 
 static void test_erase_modes(void)

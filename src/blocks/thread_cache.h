@@ -25,14 +25,14 @@
  * store.
  *
  * When the caches are used: the epoch. fm5_thread_cache_epoch is odd while caches may be used (the
- * setting is on, debug mode and the erase modes are off, no other module's manager is in use, a
- * thread slot was had) and even otherwise; a cache is used only
- * while its own epoch equals it, and a cache stores only odd epochs. So one compare tells a thread
- * both that caches are on and that its cache has been flushed since the last flush request: a flush
- * request (entering debug mode, an alignment change, FastMM_ProcessAllPendingFrees) moves the epoch
- * on, and every thread flushes its own cache at its next call. Nobody but its owner touches a live
- * cache; a cache whose thread has ended without its exit call (TerminateThread) is flushed by the
- * next FastMM_ProcessAllPendingFrees once the OS says the thread is gone.
+ * setting is on, debug mode and the erase modes are off, no other module's manager is in use, a thread
+ * slot was had) and even otherwise; a cache is used only while its own epoch equals it, and a cache
+ * stores only odd epochs. So one compare tells a thread both that caches are on and that its cache has
+ * been flushed since the last flush request: a flush request (entering debug mode, an alignment
+ * change, FastMM_ProcessAllPendingFrees) moves the epoch on, and every thread flushes its own cache at
+ * its next call. Nobody but its owner touches a live cache; a cache whose thread has ended without its
+ * exit call (TerminateThread) is flushed by the next FastMM_ProcessAllPendingFrees once the OS says
+ * the thread is gone.
  *
  * asm/ repeats fm5_thread_cache_pop and fm5_thread_cache_push (small_block_lists.inc). */
 #ifndef FM5_THREAD_CACHE_H
