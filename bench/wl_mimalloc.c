@@ -202,9 +202,10 @@ static DWORD WINAPI scratch_worker(void *arg)
     uint64_t ops = 0;
     bench_wait_gate();
     b_free(&ops, t->object);
-    for (long i = 0; i < t->iterations; i++) {
+    const long iterations = t->iterations, repetitions = t->repetitions;
+    for (long i = 0; i < iterations; i++) {
         volatile char *a = b_malloc(&ops, 1);
-        for (long j = 0; j < t->repetitions; j++) {
+        for (long j = 0; j < repetitions; j++) {
             a[0] = (char)i;
             (void)a[0];
         }
