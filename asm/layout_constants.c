@@ -59,9 +59,8 @@ _Static_assert(sizeof fm5_affinity_slot_mask == 4 && sizeof(((fm5_affinity_slot 
 _Static_assert(sizeof(((fm5_affinity_slot *)0)->key) == FM5_POINTER_SIZE, "asm/ compares a record's key as a pointer");
 _Static_assert(sizeof(fm5_affinity_slot) == 1u << 5, "asm/ scales an affinity slot index by a shift");
 
-_Static_assert(sizeof fm5_thread_cache_epoch == 4 && sizeof(((fm5_thread_cache *)0)->epoch) == 4 &&
-                   sizeof(((fm5_thread_cache *)0)->byte_room) == 4,
-               "asm/ compares the cache epochs and adds to a cache's byte room as dwords");
+_Static_assert(sizeof fm5_thread_cache_epoch == 4 && sizeof(((fm5_thread_cache *)0)->epoch) == 4,
+               "asm/ compares the cache epochs as dwords");
 _Static_assert(sizeof(((fm5_thread_cache_bin *)0)->room) == 2 && sizeof(((fm5_thread_cache_bin *)0)->block_size) == 2,
                "asm/ counts a bin's room and reads its block size as words");
 _Static_assert(sizeof(((fm5_thread_cache *)0)->filled) == 8,
@@ -136,7 +135,6 @@ void fm5_layout_constants(void)
      * class slot shifted, so each carries the bins' offset. */
     EMIT(MANAGER_ROW_INDEX, offsetof(fm5_small_manager, gate.row_index));
     EMIT(CACHE_EPOCH, offsetof(fm5_thread_cache, epoch));
-    EMIT(CACHE_BYTE_ROOM, offsetof(fm5_thread_cache, byte_room));
     EMIT(CACHE_BIN_SHIFT, FM5_THREAD_CACHE_BIN_SHIFT);
     EMIT(CACHE_SPARSE_SHIFT, FM5_THREAD_CACHE_SPARSE_SHIFT);
     EMIT(CACHE_BIN_FIRST, offsetof(fm5_thread_cache, bins) + offsetof(fm5_thread_cache_bin, first));

@@ -49,13 +49,13 @@ static void flush_record(fm5_thread_cache *cache)
         fm5_thread_cache_bin *bin = &cache->bins[s];
         void *chain = bin->first;
         bin->first = NULL;
-        bin->room = bin->limit = fm5_thread_cache_bin_limit[s];
+        fm5_thread_cache_bin_store(&bin->limit, fm5_thread_cache_bin_limit[s]);
+        fm5_thread_cache_bin_store(&bin->room, fm5_thread_cache_bin_limit[s]);
         if (chain)
             fm5_small_release_cached(chain);
     }
     cache->trimmed = 0;
     cache->grown_bytes = 0;
-    __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
 }
 
 /* A full bin gives back all but its oldest `keep` blocks, in one batch. The newest go, just freed,
@@ -72,15 +72,7 @@ static void trim_bin(fm5_thread_cache *cache, unsigned slot, unsigned keep)
     if (held <= keep)
         return;
     bin->first = fm5_small_release_cached_first(bin->first, held - keep);
-    bin->room = (uint16_t)(bin->room + held - keep);
-    fm5_thread_cache_add_byte_room(cache, (int32_t)((held - keep) * bin->block_size));
-}
-
-/* Past the thread's byte bound: every bin gives back half (its newer half, as trim_bin does). */
-static void trim_every_bin(fm5_thread_cache *cache)
-{
-    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++)
-        trim_bin(cache, s, ((unsigned)cache->bins[s].limit - cache->bins[s].room) / 2);
+    fm5_thread_cache_bin_store(&bin->room, bin->room + held - keep);
 }
 
 /* At the fill of an empty bin that gave blocks back since its last fill: its limit doubles, within
@@ -95,8 +87,8 @@ static void grow_bin(fm5_thread_cache *cache, unsigned slot)
     if (limit > bin->limit + affordable)
         limit = bin->limit + affordable;
     cache->grown_bytes += (limit - bin->limit) * bin->block_size;
-    bin->room = (uint16_t)(bin->room + limit - bin->limit);
-    bin->limit = (uint16_t)limit;
+    fm5_thread_cache_bin_store(&bin->room, bin->room + limit - bin->limit);
+    fm5_thread_cache_bin_store(&bin->limit, limit);
     FM5_ASSERT(bin->room <= bin->limit && cache->grown_bytes <= FM5_THREAD_CACHE_GROWTH_BYTES);
 }
 
@@ -134,11 +126,12 @@ static fm5_thread_cache *adopt_record(void)
         return NULL;
     for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
         FM5_ASSERT(cache->bins[s].first == NULL);
-        cache->bins[s].room = cache->bins[s].limit = fm5_thread_cache_bin_limit[s];
+        fm5_thread_cache_bin_store(&cache->bins[s].limit, fm5_thread_cache_bin_limit[s]);
+        fm5_thread_cache_bin_store(&cache->bins[s].room, fm5_thread_cache_bin_limit[s]);
         cache->bins[s].zero = 0;
-        cache->bins[s].block_size = fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0;
+        fm5_thread_cache_bin_store(&cache->bins[s].block_size,
+                                   fm5_thread_cache_bin_limit[s] ? fm5_small_managers[0][s].block_size : 0u);
     }
-    __atomic_store_n(&cache->byte_room, FM5_THREAD_CACHE_BYTES, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < FM5_THREAD_CACHE_MEDIUM_SLOTS; i++) {
         FM5_ASSERT(cache->medium_size[i] == 0);
         cache->medium_wanted[i] = 0;
@@ -305,14 +298,11 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
         cache->trimmed &= ~bit;
         grow_bin(cache, class_slot);
     }
-    /* Half the bin's limit and within the thread's bytes: the next GetMem calls of the class, and
-     * room left for the frees that follow them. */
+    /* Half the bin's limit: the next GetMem calls of the class, and room left for the frees that
+     * follow them. */
     unsigned want = 1 + bin->limit / 2u;
     if (want > bin->room)
         want = bin->room;
-    unsigned affordable = cache->byte_room / bin->block_size;
-    if (want > affordable + 1)
-        want = affordable + 1;
     void *rest;
     unsigned cached;
     void *user = fm5_small_get_batch(class_slot, want, &rest, &cached, 0);
@@ -334,8 +324,7 @@ void *fm5_thread_cache_get_mem_slow(unsigned class_slot, size_t size)
         cached = bin->room;
     }
     bin->first = rest;
-    bin->room = (uint16_t)(bin->room - cached);
-    fm5_thread_cache_add_byte_room(cache, -(int32_t)(cached * bin->block_size));
+    fm5_thread_cache_bin_store(&bin->room, bin->room - cached);
     return user;
 }
 
@@ -361,8 +350,6 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
         cache->trimmed |= (uint64_t)1 << slot;
         trim_bin(cache, slot, bin->limit / 2u);
     }
-    if (cache->byte_room < bin->block_size)
-        trim_every_bin(cache);
     /* An empty bin that was never filled hands this block out as the thread's first of the class: not
      * if a live block may share its lines (false sharing: cache_scratch's case, a block handed over by
      * the thread that allocated it next to one it keeps). */
@@ -370,7 +357,7 @@ int fm5_thread_cache_free_slow(void *user, fm5_small_span *span)
         fm5_small_release_claimed(user, span);
         return 0;
     }
-    fm5_thread_cache_link(cache, bin, user);
+    fm5_thread_cache_link(bin, user);
     return 0;
 }
 
@@ -489,6 +476,21 @@ void fm5_thread_cache_flush_current(void)
     }
 }
 
+/* The bytes of small blocks in a cache, from its bins: a snapshot, read while the owner keeps
+ * changing them (a room read beside an older limit counts nothing for that bin). */
+static size_t small_bytes_held(fm5_thread_cache *cache)
+{
+    size_t bytes = 0;
+    for (unsigned s = 0; s < FM5_SMALL_CLASS_COUNT; s++) {
+        const fm5_thread_cache_bin *bin = &cache->bins[s];
+        unsigned limit = __atomic_load_n(&bin->limit, __ATOMIC_RELAXED);
+        unsigned room = __atomic_load_n(&bin->room, __ATOMIC_RELAXED);
+        if (room < limit)
+            bytes += (size_t)(limit - room) * __atomic_load_n(&bin->block_size, __ATOMIC_RELAXED);
+    }
+    return bytes;
+}
+
 size_t fm5_thread_cache_bytes(unsigned *caches)
 {
     size_t bytes = 0;
@@ -498,7 +500,7 @@ size_t fm5_thread_cache_bytes(unsigned *caches)
         if (cache->state != FM5_CACHE_LIVE)
             continue;
         live++;
-        bytes += FM5_THREAD_CACHE_BYTES - __atomic_load_n(&cache->byte_room, __ATOMIC_RELAXED);
+        bytes += small_bytes_held(cache);
         bytes += FM5_THREAD_CACHE_MEDIUM_BYTES - __atomic_load_n(&cache->medium_byte_room, __ATOMIC_RELAXED);
     }
     fm5_unlock(&record_lock);

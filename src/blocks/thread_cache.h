@@ -13,8 +13,8 @@
  * Filling and flushing go in batches: an empty bin takes up to half its limit plus one from the
  * managers under one lock (whole runs of a span's free chain, which is linked as a cache is) or one
  * compare-and-swap of the sequential feed; a full bin gives back its newer half (thread_cache.c
- * says why), and a thread past its bytes half of every bin, one lock per manager met (a busy
- * manager gets the blocks on its pending-free list, so that a flush never waits). A block of a
+ * says why), one lock per manager met (a busy manager gets the blocks on its pending-free list, so
+ * that a flush never waits). A block of a
  * nearly empty span goes to the managers (fm5_thread_cache_span_is_sparse), so that the span can be
  * released. Against false sharing, a bin that was never filled caches a freed block only if no live
  * block shares its lines, and its first fill hands out a block with quiet lines (thread_cache.c,
@@ -57,11 +57,12 @@
  * blocks a bin, against 4 KB and 8, made raw_perf_8 and _16 15 % faster and larson 3-28 %, for 13 %
  * more peak commit with a thousand echo-server threads (Win64, 2026-12-02). A thread holds at most
  * FM5_THREAD_CACHE_BYTES in all (a thousand idle threads at most a thousand times that; a thread
- * fills only the bins of the classes it frees). It is above the sum of the bins' start limits
- * (744 KB on Win64, 777 KB on Win32) and their growth (below), so the bins' own limits are what
- * binds: the byte bound's trim walks every bin, and a tighter bound made every bin trim often in
- * workloads of many sizes (a 1,024-block ring of mixed sizes ran 20 % slower than without caches
- * with 64 KB against 155 KB of bin limits). */
+ * fills only the bins of the classes it frees): the bins' start limits (744 KB on Win64, 777 KB on
+ * Win32) and their growth (below) stay within it, which the start-up checks, so the bins' limits
+ * keep every cache within it and no path counts bytes. (A byte count kept at every GetMem and free
+ * and tested at every free cost validate45 5-6 % and glibc_simple and small_upsize 2-4 % on both
+ * architectures, 2026-12-07; a tighter byte bound, which trims every bin, made a 1,024-block ring of
+ * mixed sizes 20 % slower than without caches with 64 KB against 155 KB of bin limits.) */
 #define FM5_THREAD_CACHE_BIN_BYTES 8192u
 #define FM5_THREAD_CACHE_BIN_MINIMUM_BLOCKS 16u
 /* The most blocks a bin starts with, binding the classes whose 8 KB would be more blocks (below 64
@@ -141,7 +142,7 @@ enum fm5_thread_cache_state { FM5_CACHE_UNUSED, FM5_CACHE_LIVE, FM5_CACHE_RETIRE
 /* One thread's cache. The first line is what the fast paths read besides the bin. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
     volatile uint32_t epoch;       /* the epoch of its last flush; odd, or 0 before the first */
-    uint32_t byte_room;            /* bytes the cache may still take (of FM5_THREAD_CACHE_BYTES) */
+    uint32_t reserved;
     struct fm5_thread_cache *next; /* every record ever made, for the flush of ended threads */
     uintptr_t thread_handle;       /* fm5_os_thread_handle_open of the owner, 0 if none */
     volatile uint32_t state;       /* fm5_thread_cache_state; changed under the record lock */
@@ -190,10 +191,12 @@ FM5_INLINE int fm5_thread_cache_span_is_sparse(const fm5_small_span *span)
     return (others << FM5_THREAD_CACHE_SPARSE_SHIFT) < span->total_blocks;
 }
 
-/* Only the owner changes its byte room; FastMM_GetThreadCacheBytes reads it from other threads. */
-FM5_INLINE void fm5_thread_cache_add_byte_room(fm5_thread_cache *cache, int32_t bytes)
+/* A bin's room, limit and block size are written by its owner alone, as whole words, since
+ * FastMM_GetThreadCacheBytes reads them from other threads: the bytes a cache holds are its bins'
+ * (limit - room) blocks. No path counts the bytes as blocks come and go. */
+FM5_INLINE void fm5_thread_cache_bin_store(uint16_t *field, unsigned value)
 {
-    __atomic_store_n(&cache->byte_room, cache->byte_room + (uint32_t)bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(field, (uint16_t)value, __ATOMIC_RELAXED);
 }
 
 /* The running thread's cache when the epoch allows its use, else NULL. */
@@ -218,8 +221,7 @@ FM5_INLINE void *fm5_thread_cache_get_mem(size_t size)
         return bin->block_size ? fm5_thread_cache_get_mem_slow(slot, size) : fm5_small_get_mem(size);
     char *user = bin->first;
     bin->first = *(void **)user;
-    bin->room++;
-    fm5_thread_cache_add_byte_room(cache, bin->block_size);
+    fm5_thread_cache_bin_store(&bin->room, bin->room + 1u);
     /* Cached, it is the owner's alone: one store (a walk may read the word meanwhile). */
     fm5_status_store(user, fm5_status_load(user) & ~FM5_STATUS_FREE);
     return user;
@@ -227,12 +229,11 @@ FM5_INLINE void *fm5_thread_cache_get_mem(size_t size)
 
 /* A block the running thread has claimed (marked free by its own compare-and-swap) into a bin with
  * room. */
-FM5_INLINE void fm5_thread_cache_link(fm5_thread_cache *cache, fm5_thread_cache_bin *bin, void *user)
+FM5_INLINE void fm5_thread_cache_link(fm5_thread_cache_bin *bin, void *user)
 {
     *(void **)user = bin->first;
     bin->first = user;
-    bin->room--;
-    fm5_thread_cache_add_byte_room(cache, -(int32_t)bin->block_size);
+    fm5_thread_cache_bin_store(&bin->room, bin->room - 1u);
 }
 
 /* The claim of a small block's free by the running thread, whose cache is `cache`: 0 when the block
@@ -253,7 +254,7 @@ FM5_INLINE int fm5_thread_cache_push(fm5_thread_cache *cache, fm5_thread_cache_b
         return fm5_small_free(user, span);
     if (FM5_UNLIKELY(!fm5_thread_cache_claim(cache, user, status)))
         return -1;
-    fm5_thread_cache_link(cache, bin, user);
+    fm5_thread_cache_link(bin, user);
     return 0;
 }
 
@@ -270,12 +271,11 @@ FM5_INLINE int fm5_thread_cache_free(void *user, fm5_small_span *span)
     if (FM5_UNLIKELY(fm5_thread_cache_span_is_sparse(span)))
         return fm5_small_free(user, span);
     fm5_thread_cache_bin *bin = &cache->bins[span->class_slot];
-    /* A class that is not cached has no room: the managers'. A full bin, or a cache short of bytes,
-     * is trimmed by the slow path; an empty one that was never filled takes only a block whose lines
-     * no live block shares (the thread's first block of the class). */
+    /* A class that is not cached has no room: the managers'. A full bin is trimmed by the slow path;
+     * an empty one that was never filled takes only a block whose lines no live block shares (the
+     * thread's first block of the class). */
     if (FM5_UNLIKELY(bin->room == 0) ||
-        FM5_UNLIKELY(bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << span->class_slot))) ||
-        FM5_UNLIKELY(cache->byte_room < span->block_size))
+        FM5_UNLIKELY(bin->room == bin->limit && !(cache->filled & ((uint64_t)1 << span->class_slot))))
         return bin->block_size ? fm5_thread_cache_free_slow(user, span) : fm5_small_free(user, span);
     return fm5_thread_cache_push(cache, bin, user, span);
 }
