@@ -12,17 +12,16 @@
  *
  * Filling and flushing go in batches: an empty bin takes up to half its limit plus one from the
  * managers under one lock (whole runs of a span's free chain, which is linked as a cache is) or one
- * compare-and-swap of the sequential feed; a full bin gives back its newer half (thread_cache.c
- * says why), one lock per manager met (a busy manager gets the blocks on its pending-free list, so
- * that a flush never waits). A block of a
- * nearly empty span goes to the managers (fm5_thread_cache_span_is_sparse), so that the span can be
- * released. Against false sharing, a bin that was never filled caches a freed block only if no live
- * block shares its lines, and its first fill hands out a block with quiet lines (thread_cache.c,
- * quiet_block_of_fill). Every free of a small block claims it (blocks/claims.h) by compare-and-swap
- * of the status word, the managers' locked free included (a cache's free takes no lock), so that of
- * two threads freeing one block at once exactly one succeeds and the other reports the double free;
- * while its thread is the only one that has claimed blocks, a cache claims with a plain load and
- * store.
+ * compare-and-swap of the sequential feed; a full bin gives back its newer half (thread_cache.c says
+ * why), one lock per manager met (a busy manager gets the blocks on its pending-free list, so that a
+ * flush never waits). A block of a nearly empty span goes to the managers
+ * (fm5_thread_cache_span_is_sparse), so that the span can be released. Against false sharing, a bin
+ * that was never filled caches a freed block only if no live block shares its lines, and its first
+ * fill hands out a block with quiet lines (thread_cache.c, quiet_block_of_fill). Every free of a small
+ * block claims it (blocks/claims.h) by compare-and-swap of the status word, the managers' locked free
+ * included (a cache's free takes no lock), so that of two threads freeing one block at once exactly
+ * one succeeds and the other reports the double free; while its thread is the only one that has
+ * claimed blocks, a cache claims with a plain load and store.
  *
  * When the caches are used: the epoch. fm5_thread_cache_epoch is odd while caches may be used (the
  * setting is on, debug mode and the erase modes are off, no other module's manager is in use, a thread
@@ -53,14 +52,14 @@
  * FM5_THREAD_CACHE_BIN_MAXIMUM_BLOCKS. Classes above FM5_THREAD_CACHE_MAXIMUM_BLOCK_SIZE would not be
  * cached (their bins hold nothing, and the paths go straight to the managers); today it is the largest
  * small block, because caching the classes from 1,088 to 2,624 bytes too cut raw_perf_1 by 20 % and
- * raw_perf_2..63 by 3-13 % (half of FastCode's raw-performance strings are 1-2 KB). 8 KB and 16
- * blocks a bin, against 4 KB and 8, made raw_perf_8 and _16 15 % faster and larson 3-28 %, for 13 %
- * more peak commit with a thousand echo-server threads (Win64, 2026-12-02). A thread holds at most
- * FM5_THREAD_CACHE_BYTES in all (a thousand idle threads at most a thousand times that; a thread
- * fills only the bins of the classes it frees): the bins' start limits (744 KB on Win64, 777 KB on
- * Win32) and their growth (below) stay within it, which the start-up checks, so the bins' limits
- * keep every cache within it and no path counts bytes. (A byte count kept at every GetMem and free
- * and tested at every free cost validate45 5-6 % and glibc_simple and small_upsize 2-4 % on both
+ * raw_perf_2..63 by 3-13 % (half of FastCode's raw-performance strings are 1-2 KB). 8 KB and 16 blocks
+ * a bin, against 4 KB and 8, made raw_perf_8 and _16 15 % faster and larson 3-28 %, for 13 % more peak
+ * commit with a thousand echo-server threads (Win64, 2026-12-02). A thread holds at most
+ * FM5_THREAD_CACHE_BYTES in all (a thousand idle threads at most a thousand times that; a thread fills
+ * only the bins of the classes it frees): the bins' start limits (744 KB on Win64, 777 KB on Win32)
+ * and their growth (below) stay within it, which a checked build asserts at start-up, so the bins'
+ * limits keep every cache within it and no path counts bytes. (A byte count kept at every GetMem and
+ * free and tested at every free cost validate45 5-6 % and glibc_simple and small_upsize 2-4 % on both
  * architectures, 2026-12-07; a tighter byte bound, which trims every bin, made a 1,024-block ring of
  * mixed sizes 20 % slower than without caches with 64 KB against 155 KB of bin limits.) */
 #define FM5_THREAD_CACHE_BIN_BYTES 8192u
