@@ -141,7 +141,6 @@ enum fm5_thread_cache_state { FM5_CACHE_UNUSED, FM5_CACHE_LIVE, FM5_CACHE_RETIRE
 /* One thread's cache. The first line is what the fast paths read besides the bin. */
 typedef struct FM5_ALIGNED(FM5_CACHE_LINE) fm5_thread_cache {
     volatile uint32_t epoch;       /* the epoch of its last flush; odd, or 0 before the first */
-    uint32_t reserved;
     struct fm5_thread_cache *next; /* every record ever made, for the flush of ended threads */
     uintptr_t thread_handle;       /* fm5_os_thread_handle_open of the owner, 0 if none */
     volatile uint32_t state;       /* fm5_thread_cache_state; changed under the record lock */

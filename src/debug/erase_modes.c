@@ -6,8 +6,9 @@
 volatile int fm5_erase_allocated_active;
 volatile int fm5_erase_freed_active;
 
-static volatile long erase_allocated_count;
-static volatile long erase_freed_count;
+/* Read and written under erase_lock only. */
+static long erase_allocated_count;
+static long erase_freed_count;
 /* Orders the flags' and the thread caches' changes as the counts' (taken with no other lock held; the
  * caches' record lock is taken under it). */
 static fm5_lock erase_lock;
@@ -16,7 +17,7 @@ static fm5_lock erase_lock;
  * thread caches off (blocks/thread_cache.h), so that the asm fast paths need not test the flags
  * before a cache's pop or push: a flag is set before the epoch turns even and cleared before it
  * turns odd. */
-static int adjust(volatile long *count, volatile int *active, long delta)
+static int adjust(long *count, volatile int *active, long delta)
 {
     fm5_lock_with_timeout(&erase_lock, FM5_WAIT_FOREVER);
     if (*count + delta < 0) {
