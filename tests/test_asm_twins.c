@@ -22,7 +22,8 @@
  *      neighbours untouched, the allocated byte count unchanged;
  *   e. ReallocMem's in-place rule (FastMM5 PR #98) for the smallest and largest size of every small class
  *      and every new size from 0 to 2 * usable + 40: the same decision as the rule, for both bodies, the
- *      same usable size when the block moves, and the content preserved;
+ *      same usable size when the block moves, and the content preserved, copied with `rep movsb` from a
+ *      kilobyte and without it (both settings of fm5_cpu_has_fast_strings);
  *   f. erase modes: both bodies fill with 0x90 on allocation and 0x80 on free while those modes are on;
  *   g. debug mode: a few hundred blocks allocated and freed through both bodies (crosswise) are debug
  *      blocks with the 0x90 fill, become freed debug blocks with the 0x80 pattern, double frees give the
@@ -600,6 +601,14 @@ static void test_realloc_rule(void)
     size_t classes = realloc_rule_pairs(&pairs);
     tu_info("%zu small classes, %zu (size, new size) pairs", classes, pairs);
     /* Every class is a multiple of the default alignment, so every one was reached. */
+    CHECK_EQ_SIZE(classes, TU_SMALL_CLASS_COUNT);
+    /* Both movers copy a kilobyte or more with `rep movsb` where the processor has fast strings, 16
+     * bytes at a time otherwise: the other way too (rep movsb copies on any x86, only slower). */
+    uint8_t has_fast_strings = fm5_cpu_has_fast_strings;
+    fm5_cpu_has_fast_strings = !has_fast_strings;
+    classes = realloc_rule_pairs(&pairs);
+    fm5_cpu_has_fast_strings = has_fast_strings;
+    tu_info("fast strings %s: %zu small classes, %zu pairs", has_fast_strings ? "off" : "on", classes, pairs);
     CHECK_EQ_SIZE(classes, TU_SMALL_CLASS_COUNT);
 #if defined(__i386__)
     /* Win32 runs on any i686: both movers copy without SSE2 where the processor has none. */

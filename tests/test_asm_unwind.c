@@ -17,8 +17,10 @@
  *     a freed block modified after its free that FastMM_GetMem finds when it reuses the block.
  *   - Win64: RtlLookupFunctionEntry on each asm routine (FastMM_GetMem, FastMM_FreeMem, FastMM_ReallocMem
  *     and, in the static build, fm5_debug_fill_allocated, fm5_debug_fill_freed,
- *     fm5_debug_freed_pattern_intact and the SSE2 checker fm5_debug_freed_pattern_intact_sse2) at its
- *     first byte, a few bytes in and its last byte finds an entry that begins at the routine's start.
+ *     fm5_debug_freed_pattern_intact, the SSE2 checker fm5_debug_freed_pattern_intact_sse2 and the small
+ *     move's string copy fm5_small_copy_by_string) at its first byte, a few bytes in and its last byte
+ *     finds an entry that begins at the routine's start; and RtlVirtualUnwind from inside the string
+ *     copy, the one routine that pushes registers, restores them and its caller's frame.
  *     Win32 has no unwind tables (traces follow the EBP chain): the test says so and checks the traces.
  */
 #include "test_util.h"
@@ -31,6 +33,10 @@
 #if FM5_ASM && FM5_SSE2_CHECKER
 /* Internal to asm/: the checker jumps to it for large areas. Never called; only its address is used. */
 extern void fm5_debug_freed_pattern_intact_sse2(void);
+#endif
+#if FM5_ASM && defined(__x86_64__)
+/* Internal to asm/win64/small_realloc_mem.asm, with a convention of its own; only its address is used. */
+extern void fm5_small_copy_by_string(void);
 #endif
 #define LINKED_WITH "fm5_static"
 #else
@@ -376,6 +382,53 @@ static void check_unwind_entry(const char *name, uintptr_t address)
                   (void *)e, e ? (unsigned long)e->BeginAddress : 0ul, (unsigned long)entry->BeginAddress);
     }
 }
+
+#if defined(FM5_STATIC) && FM5_ASM
+/* The one routine with a prologue (routine.inc): RtlVirtualUnwind from its first byte, from between its
+ * two pushes, and from its body gives back the return address, the stack pointer and rsi and rdi as the
+ * pushes so far left them on a stack made up here. */
+static void unwind_through_pushes(void)
+{
+    uintptr_t address = (uintptr_t)&fm5_small_copy_by_string;
+    DWORD64 image_base = 0;
+    PRUNTIME_FUNCTION entry = RtlLookupFunctionEntry((DWORD64)address, &image_base, NULL);
+    if (!CHECK_MSG(entry != NULL, "fm5_small_copy_by_string: no unwind entry"))
+        return;
+    const DWORD64 saved_rsi = 0x5151515151515151ull, saved_rdi = 0x7D7D7D7D7D7D7D7Dull;
+    const DWORD64 return_address = 0x0000123456789ABCull, live_rsi = 1, live_rdi = 2;
+    /* Code offsets: push rsi (1 byte), push rdi (1 byte), then the body (5: after its first move). */
+    static const struct {
+        unsigned offset, pushed;
+    } points[] = {{0, 0}, {1, 1}, {2, 2}, {5, 2}};
+    for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+        DWORD64 stack[3];
+        unsigned depth = 0;
+        if (points[i].pushed == 2)
+            stack[depth++] = saved_rdi;
+        if (points[i].pushed >= 1)
+            stack[depth++] = saved_rsi;
+        stack[depth] = return_address;
+        CONTEXT context;
+        memset(&context, 0, sizeof context);
+        context.Rip = (DWORD64)(address + points[i].offset);
+        context.Rsp = (DWORD64)(uintptr_t)stack;
+        context.Rsi = live_rsi;
+        context.Rdi = live_rdi;
+        void *handler_data = NULL;
+        DWORD64 establisher = 0;
+        RtlVirtualUnwind(UNW_FLAG_NHANDLER, image_base, context.Rip, entry, &context, &handler_data, &establisher, NULL);
+        CHECK_MSG(context.Rip == return_address && context.Rsp == (DWORD64)(uintptr_t)(stack + depth + 1) &&
+                      context.Rsi == (points[i].pushed >= 1 ? saved_rsi : live_rsi) &&
+                      context.Rdi == (points[i].pushed == 2 ? saved_rdi : live_rdi),
+                  "unwinding fm5_small_copy_by_string + %u (%u pushed): rip %llx rsp %+lld rsi %llx rdi %llx",
+                  points[i].offset, points[i].pushed, (unsigned long long)context.Rip,
+                  (long long)(context.Rsp - (DWORD64)(uintptr_t)stack), (unsigned long long)context.Rsi,
+                  (unsigned long long)context.Rdi);
+    }
+    tu_info("fm5_small_copy_by_string: unwound from %zu points of its prologue and body",
+            sizeof points / sizeof points[0]);
+}
+#endif
 #endif
 
 static void unwind_tables(void)
@@ -396,11 +449,17 @@ static void unwind_tables(void)
 #if FM5_ASM && FM5_SSE2_CHECKER
         {"fm5_debug_freed_pattern_intact_sse2", (uintptr_t)&fm5_debug_freed_pattern_intact_sse2},
 #endif
+#if FM5_ASM
+        {"fm5_small_copy_by_string", (uintptr_t)&fm5_small_copy_by_string},
+#endif
 #endif
     };
     size_t count = sizeof routines / sizeof routines[0];
     for (size_t i = 0; i < count; i++)
         check_unwind_entry(routines[i].name, routines[i].address);
+#if defined(FM5_STATIC) && FM5_ASM
+    unwind_through_pushes();
+#endif
     tu_info("%zu routines looked up (%s build, linked with %s)", count, FM5_ASM ? "NASM" : "pure C", LINKED_WITH);
 #ifndef FM5_STATIC
     tu_info("the internal asm routines are looked up by test_asm_unwind_tables, which links fm5_static");

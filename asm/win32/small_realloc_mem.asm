@@ -25,6 +25,7 @@ extern fm5_small_lookup
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
 extern fm5_cpu_has_sse2
+extern fm5_cpu_has_fast_strings
 
 %define SAVED 8                         ; ebx and esi
 %define MOVE_SAVED 12                   ; and edi, while a block moves
@@ -79,16 +80,34 @@ ROUTINE FastMM_ReallocMem
     sub eax, FM5_SMALL_HEADER_SIZE
     cmp edx, eax
     cmova edx, eax
-    ; above the second class both blocks hold 16 bytes more: 16-byte moves from the start while another
-    ; fits before the count, then the 16 bytes ending at it (fm5_cpu_has_sse2: Win32 runs on any i686)
+    ; up to the second class 4-byte units (below); a kilobyte or more with `rep movsb` where the
+    ; processor has fast strings (realloc_rules.h)
     cmp edx, SECOND_USABLE
     jbe .copy_units_of_4
+    cmp edx, FM5_SMALL_COPY_BY_STRING_MINIMUM
+    jb .copy_units_of_16
+    cmp byte [fm5_cpu_has_fast_strings], 0
+    jne .copy_by_string
+.copy_units_of_16:
+    ; above the second class both blocks hold 16 bytes more: 16-byte moves from the start while another
+    ; fits before the count, then the 16 bytes ending at it (fm5_cpu_has_sse2: Win32 runs on any i686)
     cmp byte [fm5_cpu_has_sse2], 0
     je .copy_units_of_4
     mov eax, 16                         ; a count of 15 copies 16: both blocks have 22 usable bytes then
     cmp edx, eax
     cmovb edx, eax
     COPY_IN_UNITS movdqu, xmm0, 16, ecx, ebx, edx, eax, edi
+    jmp .copied
+.copy_by_string:
+    ; rep movsb takes esi, edi and ecx: the span and the old block wait on the stack meanwhile
+    push esi
+    push ecx
+    mov esi, ecx
+    mov edi, ebx
+    mov ecx, edx
+    rep movsb
+    pop ecx
+    pop esi
     jmp .copied
 .copy_units_of_4:
     ; the same in 4-byte units; a count below 4 copies 4, which every block holds

@@ -25,6 +25,7 @@ extern fm5_debug_mode_active
 extern fm5_small_lookup
 extern fm5_thread_cache_epoch
 extern fm5_os_thread_slot_offset
+extern fm5_cpu_has_fast_strings
 
 ; The usable bytes of the smallest class, whose block is one granule (classes are multiples of the
 ; granule, ascending: blocks/small_block_classes.c), less the status word: two 8-byte moves copy them.
@@ -71,12 +72,21 @@ ROUTINE FastMM_ReallocMem
     cmova r11, rax
     cmp r11, MINIMUM_USABLE
     jbe .copy_minimum
+    ; a kilobyte or more with `rep movsb` where the processor has fast strings (realloc_rules.h)
+    cmp r11, FM5_SMALL_COPY_BY_STRING_MINIMUM
+    jb .copy_in_units
+    cmp byte [fm5_cpu_has_fast_strings], 0
+    jne .copy_by_string
+.copy_in_units:
     ; 16-byte moves from the start while another fits before the count, then the 16 bytes ending at it
     ; (a count of 15 copies 16: both blocks have 30 usable bytes then)
     mov eax, 16
     cmp r11, rax
     cmovb r11, rax
     COPY_IN_UNITS movdqu, xmm0, 16, rcx, r8, r11, rax, r9
+    jmp .copied
+.copy_by_string:
+    call fm5_small_copy_by_string
     jmp .copied
 .copy_minimum:
     mov rax, [rcx]
@@ -101,3 +111,18 @@ ROUTINE FastMM_ReallocMem
     mov rdx, r11
     jmp fm5_c_realloc_mem
 END_ROUTINE FastMM_ReallocMem
+
+; fm5_small_copy_by_string: ReallocMem's copy of a moving small block with `rep movsb`, which needs rsi
+; and rdi (saved on the stack, as its unwind data says: routine.inc). Its own convention, for its one
+; caller: in rcx = from, r8 = to, r11 = the count of bytes; rcx, rdx, r8 and r11 kept, r9 changed.
+ROUTINE_SAVING_RSI_RDI fm5_small_copy_by_string
+    mov r9, rcx
+    mov rsi, rcx
+    mov rdi, r8
+    mov rcx, r11
+    rep movsb
+    mov rcx, r9
+    pop rdi
+    pop rsi
+    ret
+END_ROUTINE_SAVING_RSI_RDI fm5_small_copy_by_string

@@ -168,10 +168,17 @@ __attribute__((target("sse2"))) static void copy_small_block_sse2(char *to, cons
 
 /* memcpy for the few bytes of a small block (at most FM5_MAXIMUM_SMALL_USER_SIZE), inline: the CRT's
  * memcpy is a call into another DLL (Wine's msvcrt under Wine). 16 bytes at a time, the last unit
- * overlapping the one before; never a byte outside [0, n) of either block, since the next block's
- * status word may follow at once. */
+ * overlapping the one before, or `rep movsb` from FM5_SMALL_COPY_BY_STRING_MINIMUM bytes on a processor
+ * with fast strings (realloc_rules.h); never a byte outside [0, n) of either block, since the next
+ * block's status word may follow at once. */
 FM5_INLINE void copy_small_block(char *to, const char *from, size_t n)
 {
+#if defined(__i386__) || defined(__x86_64__)
+    if (n >= FM5_SMALL_COPY_BY_STRING_MINIMUM && fm5_cpu_has_fast_strings) {
+        __asm__ volatile("rep movsb" : "+D"(to), "+S"(from), "+c"(n) : : "memory");
+        return;
+    }
+#endif
 #if defined(__i386__) && !defined(__SSE2__)
     if (n >= 64 && fm5_cpu_has_sse2) {
         copy_small_block_sse2(to, from, n);

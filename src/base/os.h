@@ -203,6 +203,11 @@ void fm5_os_fail_fast(const char *text, size_t length) __attribute__((noreturn))
 /* 1 when SSE2 may be used (the OS saves the XMM registers). Read by asm/ as a byte, so that the test is
  * one compare with memory; set by fm5_os_detect_processor at start-up. */
 extern uint8_t fm5_cpu_has_sse2;
+/* 1 when the processor reports fast strings (CPUID leaf 7, EBX bit 9, ERMS): `rep movsb` is then its
+ * fastest copy of a kilobyte or more. Read by asm/ as a byte, like fm5_cpu_has_sse2, and set with it. */
+extern uint8_t fm5_cpu_has_fast_strings;
 void fm5_os_detect_processor(void);
+/* The CPUID half of fm5_os_detect_processor, the same on every OS (os_common.c). */
+void fm5_detect_fast_strings(void);
 
 #endif

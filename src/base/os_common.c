@@ -1,8 +1,25 @@
-/* What both OS layers share, built on their primitives: the lock wait, and failure injection (the
- * tests and the fuzzer make the n-th call, or calls at random, fail the way a refusing OS would, to
- * prove that every entry point then fails cleanly). */
+/* What both OS layers share, built on their primitives: the lock wait, the processor's fast strings
+ * (CPUID, the same on every OS), and failure injection (the tests and the fuzzer make the n-th call,
+ * or calls at random, fail the way a refusing OS would, to prove that every entry point then fails
+ * cleanly). */
 #include "base/os.h"
 #include "base/text_builder.h"
+
+#if defined(__i386__) || defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+uint8_t fm5_cpu_has_fast_strings;
+
+void fm5_detect_fast_strings(void)
+{
+#if defined(__i386__) || defined(__x86_64__)
+    unsigned eax, ebx, ecx, edx;
+    fm5_cpu_has_fast_strings = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx >> 9 & 1u);
+#else
+    fm5_cpu_has_fast_strings = 0;
+#endif
+}
 
 int fm5_lock_with_timeout(fm5_lock *lock, uint32_t timeout_ms)
 {

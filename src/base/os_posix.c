@@ -457,4 +457,5 @@ void fm5_os_detect_processor(void)
 #else
     fm5_cpu_has_sse2 = 0;
 #endif
+    fm5_detect_fast_strings();
 }

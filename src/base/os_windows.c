@@ -418,4 +418,5 @@ void fm5_os_detect_processor(void)
     /* The operating system's answer includes whether it saves the XMM registers on a thread switch,
      * which CPUID alone does not tell. */
     fm5_cpu_has_sse2 = IsProcessorFeaturePresent(PF_XMMI64_INSTRUCTIONS_AVAILABLE) ? 1 : 0;
+    fm5_detect_fast_strings();
 }

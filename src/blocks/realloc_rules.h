@@ -21,6 +21,17 @@
  * release_engine.c's fm5_release_realloc_small_block) and the asm ReallocMem of both architectures,
  * which takes the newest cached block of that class (asm/win64/, asm/win32/small_realloc_mem.asm). */
 
+/* A small block that moves copies this many bytes or more with `rep movsb` when the processor has fast
+ * strings (fm5_cpu_has_fast_strings, base/os.h), 16 bytes at a time below it or without them: the C
+ * mover (memory_manager.c's copy_small_block) and the asm ReallocMem of both architectures. Against
+ * the 16-byte loop alone (the Zen 3 VM, 2026-12-07): realloc_medium, whose blocks move between the
+ * 1-2.6 KB classes, Win64 +2.9 % [-0.1, +4.5] and Win32 +6.0 % [+2.0, +9.4] faster (15 pairs, scale
+ * 0.2), +3.7 % [+1.4, +4.6] and +5.0 % [+1.0, +7.9] (21 pairs, with 64-byte function starts on the new
+ * side only); every other single-threaded row within its noise (11 pairs, scale 0.1, no interval wholly
+ * below -3 %). From 256 bytes, st_realloc_use (most of whose moves are shorter) was 3.7 % [1.6, 6.0]
+ * slower on Win64. */
+#define FM5_SMALL_COPY_BY_STRING_MINIMUM 1024u
+
 /* A small block keeps its place when shrunk while new * FM5_SMALL_DOWNSIZE_FACTOR + this >= usable; a
  * smaller new size moves it to its own class. FastMM5 keeps it down to a quarter (a factor of 4); fm5
  * moves it once it would be less than about a third used, for the same reason as above: the bytes a
