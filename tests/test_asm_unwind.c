@@ -416,7 +416,8 @@ static void unwind_through_pushes(void)
         context.Rdi = live_rdi;
         void *handler_data = NULL;
         DWORD64 establisher = 0;
-        RtlVirtualUnwind(UNW_FLAG_NHANDLER, image_base, context.Rip, entry, &context, &handler_data, &establisher, NULL);
+        RtlVirtualUnwind(UNW_FLAG_NHANDLER, image_base, context.Rip, entry, &context, &handler_data, &establisher,
+                         NULL);
         CHECK_MSG(context.Rip == return_address && context.Rsp == (DWORD64)(uintptr_t)(stack + depth + 1) &&
                       context.Rsi == (points[i].pushed >= 1 ? saved_rsi : live_rsi) &&
                       context.Rdi == (points[i].pushed == 2 ? saved_rdi : live_rdi),
