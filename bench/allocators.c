@@ -11,6 +11,13 @@
  *   debugdll:<dll path>:<alloc>:<free>:<realloc>   the same for a DLL that is always in a debug mode with
  *                           20-frame stack traces (FastMM5's debug build): it runs the debug workloads
  *                           at depth 20, and refuses the others
+ *   headerread:<spec>       <spec>'s allocator, with a load of the two bytes before the block at every
+ *                           free and realloc, which the call's pointer then depends on: FastMM5's layout
+ *                           (fm5's too) makes every free and realloc wait for the status word kept
+ *                           there, in a line the program may not have touched for long, where mimalloc
+ *                           finds its page from the address alone. What that wait costs a peer
+ *                           (BENCHMARKS.md, "Where fm5 is not yet ahead").
+ *   passthrough:<spec>      the same wrapper without the load, to tell the wrapper's call from the load
  * A DLL given by path is loaded with its folder added to the DLL search path, so that a support DLL
  * it loads itself (FastMM5's FastMM_FullDebugMode64.dll) is found beside it.
  * Every one is reached through g_alloc; nothing here is linked at build time. */
@@ -102,8 +109,35 @@ static void load_crt(const char *dll)
     g_alloc.calloc_fn = PROC(bench_calloc_fn, need_proc(m, dll, "calloc"));
 }
 
+/* headerread: and passthrough:. The mask is 0, read at every call, so that the compiler cannot drop
+ * the load's part in the pointer: the callee's first look at the block waits for the load, as fm5's
+ * span look-up waits for its status word. */
+static bench_free_fn g_wrapped_free;
+static bench_realloc_fn g_wrapped_realloc;
+static volatile uintptr_t g_header_mask;
+
+static inline void *after_header_read(void *p)
+{
+    uint16_t word = *(const volatile uint16_t *)((const char *)p - 2);
+    return (char *)p + (word & g_header_mask);
+}
+
+static void __cdecl header_read_free(void *p) { g_wrapped_free(after_header_read(p)); }
+static void *__cdecl header_read_realloc(void *p, size_t size) { return g_wrapped_realloc(after_header_read(p), size); }
+static void __cdecl passthrough_free(void *p) { g_wrapped_free(p); }
+static void *__cdecl passthrough_realloc(void *p, size_t size) { return g_wrapped_realloc(p, size); }
+
 void bench_load_allocator(const char *spec)
 {
+    int header_read = strncmp(spec, "headerread:", 11) == 0;
+    if (header_read || strncmp(spec, "passthrough:", 12) == 0) {
+        bench_load_allocator(spec + (header_read ? 11 : 12));
+        g_wrapped_free = g_alloc.free_fn;
+        g_wrapped_realloc = g_alloc.realloc_fn;
+        g_alloc.free_fn = header_read ? header_read_free : passthrough_free;
+        g_alloc.realloc_fn = header_read ? header_read_realloc : passthrough_realloc;
+        return;
+    }
     memset(&g_alloc, 0, sizeof g_alloc);
     /* fm5, fm5-affinity and fm5-nocache: what follows the name is nothing or ":<dll path>". */
     int variant = strncmp(spec, "fm5-affinity", 12) == 0  ? FM5_AFFINITY

@@ -97,8 +97,24 @@ def peers_available(peers_dir, arch):
             if os.path.isfile(os.path.join(peers_dir, dll.replace("{arch}", arch)))]
 
 
+# fm5bench's wrappers of another allocator (bench/allocators.c): "headerread:mimalloc" is mimalloc
+# with a load of the word before each freed or reallocated block.
+WRAPPERS = ("headerread:", "passthrough:")
+
+
+def unwrapped(spec):
+    """The allocator inside fm5bench's wrappers: a peer's name for a wrapped peer."""
+    for wrapper in WRAPPERS:
+        if spec.startswith(wrapper):
+            return unwrapped(spec[len(wrapper):])
+    return spec
+
+
 def resolve_spec(spec, arch, peers_dir):
     """The --allocator argument for fm5bench: a peer's name becomes its DLL's path and exports."""
+    for wrapper in WRAPPERS:
+        if spec.startswith(wrapper):
+            return wrapper + resolve_spec(spec[len(wrapper):], arch, peers_dir)
     if spec in PEERS:
         dll, exports, prefix = PEERS[spec]
         return prefix + windows_path(os.path.join(peers_dir, dll.replace("{arch}", arch))) + ":" + exports
@@ -106,6 +122,7 @@ def resolve_spec(spec, arch, peers_dir):
 
 
 def is_debug_peer(spec):
+    spec = unwrapped(spec)
     return spec in PEERS and PEERS[spec][2] == "debugdll:"
 
 
@@ -207,7 +224,8 @@ def parse_args(argv):
                         "name or the category (default: every listed workload except "
                         + " and ".join(EXCLUDED_BY_DEFAULT) + ")")
     parser.add_argument("--allocators", help=f"comma list of allocator specs (default {DEFAULT_ALLOCATORS}; "
-                        "debug workloads run the fm5 specs only)")
+                        "debug workloads run the fm5 specs only); headerread:SPEC and passthrough:SPEC run SPEC "
+                        "behind fm5bench's wrappers (bench/allocators.c)")
     parser.add_argument("--peers", default=os.environ.get("FM5_PEERS", DEFAULT_PEERS_DIR),
                         help="the peers folder (default $FM5_PEERS, else ../shared/peers); its allocators, "
                         "named " + ", ".join(PEERS) + ", join the default list when present, and may be named "
@@ -365,7 +383,7 @@ class Runner:
                 raise SystemExit(f"bench: {arch}: fm5bench --list failed: {error}")
             for workload in select_workloads(listed, args.workloads):
                 allocators = [a for a in args.allocator_list
-                              if a not in PEERS or a in peers_available(args.peers, arch)]
+                              if unwrapped(a) not in PEERS or unwrapped(a) in peers_available(args.peers, arch)]
                 missing = [a for a in args.allocator_list if a not in allocators]
                 if missing and (args.mode == "compare" or args.allocators):
                     self.skipped.append(f"{arch} {workload['name']}: no peers folder entry for {', '.join(missing)}")

@@ -14,7 +14,9 @@
 # so is any run that Wine ended without a word (run_one says how that is told apart);
 # without the folder, only fm5 and the Windows heaps. The multithreaded workloads run
 # fm5-affinity (fm5 with adaptive small-block arena affinity switched on) and fm5-nocache (fm5 with
-# its thread caches switched off) too.
+# its thread caches switched off) too, and the single-threaded reallocation workloads
+# headerread:fm5 (fm5 behind fm5bench's wrapper that reads the word before each freed or reallocated
+# block, bench/allocators.c).
 # Usage: smoke.sh BUILD_DIR WINE_RUN FM5BENCH.exe [PEERS_DIR BITS]
 # (dash's echo reads the backslashes of a DLL path as escapes: specs are printed with printf)
 set -u
@@ -99,12 +101,14 @@ summary=$(echo "$list" | while read -r name category threads; do
     case $name in echo_server_1|echo_server_10) ;; echo_server_*) continue ;; esac
     if [ "$category" != debug ]; then
         set -- $allocators
-        # mimalloc on one thread; fm5 with arena affinity and fm5 without thread caches (fm5bench
-        # specs of their own) on several.
+        # mimalloc on one thread (and fm5 behind the header-read wrapper on the reallocation ones);
+        # fm5 with arena affinity and fm5 without thread caches (fm5bench specs of their own) on
+        # several.
         # raw_perf_1_after_16 times one thread but runs 16 first: mimalloc faulted there twice in a
         # row in CI (2026-12-02), as on the multithreaded workloads.
         if [ "$threads" = 1 ] && [ "${name#*_after_}" = "$name" ]; then
             [ -z "${mimalloc:-}" ] || set -- "$@" "$mimalloc"
+            [ "$category" != st-realloc ] || set -- "$@" headerread:fm5
         elif [ "$threads" != 1 ]; then
             set -- "$@" fm5-affinity fm5-nocache
         fi

@@ -96,6 +96,10 @@ if(NOT FM5_SANITIZE MATCHES "thread")
     add_test(NAME bench_runner_scale
              COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_runner_scale.py)
     set_tests_properties(bench_runner_scale PROPERTIES TIMEOUT 120)
+    # bench/run.py resolves the allocator inside fm5bench's wrappers (tests/bench_runner_wrappers.py).
+    add_test(NAME bench_runner_wrappers
+             COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/bench_runner_wrappers.py)
+    set_tests_properties(bench_runner_wrappers PROPERTIES TIMEOUT 120)
     # bench/report.py's table of fm5 against the faster peer, from a made-up run
     # (tests/bench_report_peers.py).
     add_test(NAME bench_report_peers
