@@ -19,12 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(os.path.dirname(HERE), "bench", "run.py")
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.join(HERE, "support"))
+import fake_bench  # noqa: E402
 from checks import check  # noqa: E402
 
 
 def fake(counter_file):
-    if "--list" in sys.argv:
-        print("w1 st-allocfree 1")
+    if fake_bench.answered_list():
         return 0
     call = int(open(counter_file).read() or 0) + 1 if os.path.exists(counter_file) else 1
     with open(counter_file, "w") as f:
@@ -38,7 +38,7 @@ def fake(counter_file):
     if f"e{call}" in plan:
         print("ERROR the program's own failure", file=sys.stderr)
         return 1
-    allocator = sys.argv[sys.argv.index("--allocator") + 1]
+    allocator = fake_bench.option("--allocator")
     print(f"RESULT workload=w1 allocator={allocator} ms={10 + call}.0 ops=5 peak_commit_kb=1 peak_ws_kb=2")
     return 0
 

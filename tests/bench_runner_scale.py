@@ -24,15 +24,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(os.path.dirname(HERE), "bench", "run.py")
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, os.path.join(HERE, "support"))
+import fake_bench  # noqa: E402
 from checks import check  # noqa: E402
 
 
 def fake():
-    if "--list" in sys.argv:
-        print("w1 st-allocfree 1")
+    if fake_bench.answered_list():
         return 0
-    allocator = sys.argv[sys.argv.index("--allocator") + 1]
-    scale = float(sys.argv[sys.argv.index("--scale") + 1]) if "--scale" in sys.argv else 1.0
+    allocator = fake_bench.option("--allocator")
+    scale = float(fake_bench.option("--scale", 1.0))
     ms = {"fm5": 20.0, "slowpeer": 500000.0 * scale, "hangpeer": 30000.0 * scale,
           "deadpeer": 1.0}[allocator]
     if allocator == "hangpeer" and scale > 0.011 or allocator == "deadpeer":

@@ -20,15 +20,15 @@ RUNNER = os.path.join(BENCH, "run.py")
 sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(HERE, "support"))
+import fake_bench  # noqa: E402
 import run as runner  # noqa: E402
 from checks import check  # noqa: E402
 
 
 def fake():
-    if "--list" in sys.argv:
-        print("w1 st-allocfree 1")
+    if fake_bench.answered_list():
         return 0
-    spec = sys.argv[sys.argv.index("--allocator") + 1]
+    spec = fake_bench.option("--allocator")
     # the spec as the program got it, in a field of its own that run.py does not read
     print(f"RESULT workload=w1 allocator={spec} ms=10 ops=100 peak_commit_kb=1 peak_ws_kb=2 page_faults=3")
     with open(os.environ["FAKE_SPECS"], "a") as f:
