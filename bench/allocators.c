@@ -16,7 +16,9 @@
  *                           (fm5's too) makes every free and realloc wait for the status word kept
  *                           there, in a line the program may not have touched for long, where mimalloc
  *                           finds its page from the address alone. What that wait costs a peer
- *                           (BENCHMARKS.md, "Where fm5 is not yet ahead").
+ *                           (BENCHMARKS.md, "Where fm5 is not yet ahead"). The two bytes must be
+ *                           readable: so with every allocator here, each of which keeps a header, or
+ *                           other blocks of its page or span, before a block.
  *   passthrough:<spec>      the same wrapper without the load, to tell the wrapper's call from the load
  * A DLL given by path is loaded with its folder added to the DLL search path, so that a support DLL
  * it loads itself (FastMM5's FastMM_FullDebugMode64.dll) is found beside it.
