@@ -20,6 +20,7 @@
  *                           readable: so with every allocator here, each of which keeps a header, or
  *                           other blocks of its page or span, before a block.
  *   passthrough:<spec>      the same wrapper without the load, to tell the wrapper's call from the load
+ *                           (one wrapper at a time: a nested one is refused)
  * A DLL given by path is loaded with its folder added to the DLL search path, so that a support DLL
  * it loads itself (FastMM5's FastMM_FullDebugMode64.dll) is found beside it.
  * Every one is reached through g_alloc; nothing here is linked at build time. */
@@ -129,11 +130,25 @@ static void *__cdecl header_read_realloc(void *p, size_t size) { return g_wrappe
 static void __cdecl passthrough_free(void *p) { g_wrapped_free(p); }
 static void *__cdecl passthrough_realloc(void *p, size_t size) { return g_wrapped_realloc(p, size); }
 
+/* The length of the wrapper's prefix that `spec` starts with, else 0. */
+static size_t wrapper_prefix(const char *spec)
+{
+    static const char *const prefixes[] = { "headerread:", "passthrough:" };
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(spec, prefixes[i], strlen(prefixes[i])) == 0)
+            return strlen(prefixes[i]);
+    return 0;
+}
+
 void bench_load_allocator(const char *spec)
 {
-    int header_read = strncmp(spec, "headerread:", 11) == 0;
-    if (header_read || strncmp(spec, "passthrough:", 12) == 0) {
-        bench_load_allocator(spec + (header_read ? 11 : 12));
+    size_t prefix = wrapper_prefix(spec);
+    if (prefix) {
+        /* One wrapper: a second would take the first's place in g_wrapped_free and call itself. */
+        if (wrapper_prefix(spec + prefix))
+            bench_fatal("allocator '%s': the wrappers do not nest", spec);
+        int header_read = strncmp(spec, "headerread:", prefix) == 0;
+        bench_load_allocator(spec + prefix);
         g_wrapped_free = g_alloc.free_fn;
         g_wrapped_realloc = g_alloc.realloc_fn;
         g_alloc.free_fn = header_read ? header_read_free : passthrough_free;

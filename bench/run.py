@@ -98,23 +98,28 @@ def peers_available(peers_dir, arch):
 
 
 # fm5bench's wrappers of another allocator (bench/allocators.c): "headerread:mimalloc" is mimalloc
-# with a load of the word before each freed or reallocated block.
+# with a load of the word before each freed or reallocated block. They do not nest (fm5bench refuses).
 WRAPPERS = ("headerread:", "passthrough:")
 
 
-def unwrapped(spec):
-    """The allocator inside fm5bench's wrappers: a peer's name for a wrapped peer."""
+def split_wrapper(spec):
+    """(the wrapper's prefix or "", the allocator inside it)."""
     for wrapper in WRAPPERS:
         if spec.startswith(wrapper):
-            return unwrapped(spec[len(wrapper):])
-    return spec
+            return wrapper, spec[len(wrapper):]
+    return "", spec
+
+
+def unwrapped(spec):
+    """The allocator inside fm5bench's wrapper: a peer's name for a wrapped peer."""
+    return split_wrapper(spec)[1]
 
 
 def resolve_spec(spec, arch, peers_dir):
     """The --allocator argument for fm5bench: a peer's name becomes its DLL's path and exports."""
-    for wrapper in WRAPPERS:
-        if spec.startswith(wrapper):
-            return wrapper + resolve_spec(spec[len(wrapper):], arch, peers_dir)
+    wrapper, spec = split_wrapper(spec)
+    if wrapper:
+        return wrapper + resolve_spec(spec, arch, peers_dir)
     if spec in PEERS:
         dll, exports, prefix = PEERS[spec]
         return prefix + windows_path(os.path.join(peers_dir, dll.replace("{arch}", arch))) + ":" + exports

@@ -73,8 +73,7 @@ def main():
         plain = dll + ":mi_malloc:mi_free:mi_realloc"
         failures += check("a wrapped peer resolves behind its wrapper",
                           runner.resolve_spec("headerread:mimalloc", "win64", peers) == "headerread:" + plain and
-                          runner.resolve_spec("passthrough:headerread:mimalloc", "win64", peers) ==
-                          "passthrough:headerread:" + plain,
+                          runner.resolve_spec("passthrough:mimalloc", "win64", peers) == "passthrough:" + plain,
                           runner.resolve_spec("headerread:mimalloc", "win64", peers))
         failures += check("a wrapped fm5 keeps its spec",
                           runner.resolve_spec("headerread:fm5:Z:\\x\\{arch}.dll", "win32", peers) ==
